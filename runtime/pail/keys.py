@@ -1,0 +1,96 @@
+"""Object keys: every prefix the protocol uses, defined once.
+
+The runtime, the CDK construct (lifecycle rules, grants) and the tests import
+these names, so a prefix is never spelled twice.
+
+A job's state is its key prefix, as in pailq 0.1.1::
+
+    queue/{id}   pending: the job envelope, waiting to be claimed
+    run/{id}     running: the lease, held by exactly one worker
+    done/{id}    terminal: the handler's result (or ``null`` for a dead job)
+    dlq/{id}     dead-lettered: the job, its attempts and the last error
+
+A namespace puts every prefix under ``{namespace}/`` so several queues can
+share one bucket.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+QUEUE = "queue/"
+RUN = "run/"
+DONE = "done/"
+DLQ = "dlq/"
+
+ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ)
+
+_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+class Prefix(StrEnum):
+    """The key prefix of each job state."""
+
+    QUEUE = QUEUE
+    RUN = RUN
+    DONE = DONE
+    DLQ = DLQ
+
+
+def validate_namespace(namespace: str) -> str:
+    """Return ``namespace`` if it is a valid queue name, else raise ``ValueError``.
+
+    >>> validate_namespace("reports")
+    'reports'
+    """
+    if namespace and not _NAMESPACE.match(namespace):
+        raise ValueError(
+            f"invalid queue namespace {namespace!r}: use 1-63 characters of a-z, 0-9, '-' "
+            "and '_', starting with a letter or digit"
+        )
+    return namespace
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Builds and parses the keys of one queue (one namespace) in a bucket.
+
+    >>> Keys("reports").queue("01J0000000000000000000000A")
+    'reports/queue/01J0000000000000000000000A'
+    >>> Keys().job_id("done/01J0000000000000000000000A")
+    '01J0000000000000000000000A'
+    """
+
+    namespace: str = ""
+
+    def __post_init__(self) -> None:
+        validate_namespace(self.namespace)
+
+    @property
+    def root(self) -> str:
+        return f"{self.namespace}/" if self.namespace else ""
+
+    def prefix(self, state: Prefix | str) -> str:
+        return f"{self.root}{state}"
+
+    def queue(self, job_id: str) -> str:
+        return f"{self.root}{QUEUE}{job_id}"
+
+    def run(self, job_id: str) -> str:
+        return f"{self.root}{RUN}{job_id}"
+
+    def done(self, job_id: str) -> str:
+        return f"{self.root}{DONE}{job_id}"
+
+    def dlq(self, job_id: str) -> str:
+        return f"{self.root}{DLQ}{job_id}"
+
+    def job_id(self, key: str) -> str:
+        """The job id of any key of this queue (the part after the state prefix)."""
+        rest = key.removeprefix(self.root)
+        for state in ALL_PREFIXES:
+            if rest.startswith(state):
+                return rest[len(state) :]
+        raise ValueError(f"key {key!r} is not a job key of queue {self.namespace!r}")

@@ -1,0 +1,184 @@
+"""The embedded local S3 server: moto's S3, made atomic, on loopback.
+
+moto 5.2.5 implements S3's conditional writes as check-then-write with no
+lock, so two racing ``If-None-Match: *`` writes can both win. This module
+wraps moto's WSGI app so that every mutating request (anything but GET, HEAD
+and OPTIONS) runs under one lock, which makes each conditional write atomic
+as it is on S3. Reads stay concurrent.
+
+``LocalS3`` starts the server in a child process on a free 127.0.0.1 port
+and stops it on exit::
+
+    with LocalS3() as server:
+        pail = Pail.connect("jobs", **server.connect_kwargs())
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any
+
+from pail.errors import ConfigurationError, StorageError
+
+LOOPBACK = "127.0.0.1"
+ACCESS_KEY = "pail-local"
+SECRET_KEY = "pail-local-secret"
+REGION = "us-east-1"
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class SerialisedWrites:
+    """WSGI middleware: one lock around every request that can change state."""
+
+    def __init__(self, app: WSGIApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("REQUEST_METHOD", "GET") in _READ_METHODS:
+            return self._app(environ, start_response)
+        with self._lock:
+            # Drain the body inside the lock: moto may apply the write lazily
+            # while the response iterable is consumed.
+            return list(self._app(environ, start_response))
+
+
+def build_app() -> WSGIApp:
+    """moto's S3 WSGI application wrapped in ``SerialisedWrites``."""
+    try:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigurationError(
+            "the local S3 server needs moto: pip install 'pailq[local]'"
+        ) from exc
+    # An S3-only app: every request is S3, signed or presigned, whatever its Host.
+    app: WSGIApp = DomainDispatcherApplication(create_backend_app)
+    return SerialisedWrites(app)
+
+
+def serve(host: str = LOOPBACK, port: int = 9000) -> None:
+    """Run the server in the foreground until interrupted."""
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    server = make_server(host, port, build_app(), threaded=True, request_handler=QuietHandler)
+    print(f"pail local S3 server listening on http://{host}:{server.server_port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalS3:
+    """A local S3 server in a child process, bound to 127.0.0.1 on a free port."""
+
+    def __init__(self, port: int | None = None, *, startup_timeout: float = 30.0) -> None:
+        self.host = LOOPBACK
+        self.port = port or free_port()
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def connect_kwargs(self) -> dict[str, str]:
+        """Keyword arguments for ``Pail.connect`` that reach this server."""
+        return {
+            "endpoint_url": self.endpoint_url,
+            "access_key_id": ACCESS_KEY,
+            "secret_access_key": SECRET_KEY,
+            "region": REGION,
+        }
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point boto3 and pail at this server."""
+        return {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "PAIL_ENDPOINT_URL": self.endpoint_url,
+        }
+
+    def start(self) -> LocalS3:
+        command = [sys.executable, "-m", "pail.local", "--host", self.host, "--port", str(self.port)]
+        self._process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + self._startup_timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                stderr = self._process.stderr.read().decode() if self._process.stderr else ""
+                raise StorageError(f"local S3 server exited at start: {stderr.strip()[-500:]}")
+            try:
+                with urllib.request.urlopen(self.endpoint_url, timeout=1):
+                    return self
+            except urllib.error.HTTPError:
+                return self  # it answered: it is up
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise StorageError(f"local S3 server did not start within {self._startup_timeout} s")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+    def __enter__(self) -> LocalS3:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run pail's local S3 server (moto, atomic writes).")
+    parser.add_argument("--host", default=LOOPBACK)
+    parser.add_argument("--port", type=int, default=9000)
+    args = parser.parse_args(argv)
+    serve(args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()
