@@ -58,7 +58,9 @@ def parse_max_retries(text: str) -> int | None:
     try:
         value = int(text)
     except ValueError:
-        raise ConfigurationError(f"max_retries must be an integer or 'none', got {text!r}") from None
+        raise ConfigurationError(
+            f"max_retries must be an integer or 'none', got {text!r}"
+        ) from None
     return validate_max_retries(value)
 
 

@@ -125,7 +125,15 @@ class LocalS3:
         }
 
     def start(self) -> LocalS3:
-        command = [sys.executable, "-m", "pail.local", "--host", self.host, "--port", str(self.port)]
+        command = [
+            sys.executable,
+            "-m",
+            "pail.local",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
         self._process = subprocess.Popen(
             command,
             stdout=subprocess.DEVNULL,
@@ -173,7 +181,9 @@ class LocalS3:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run pail's local S3 server (moto, atomic writes).")
+    parser = argparse.ArgumentParser(
+        description="Run pail's local S3 server (moto, atomic writes)."
+    )
     parser.add_argument("--host", default=LOOPBACK)
     parser.add_argument("--port", type=int, default=9000)
     args = parser.parse_args(argv)

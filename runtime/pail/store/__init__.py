@@ -4,4 +4,12 @@ from pail.store.base import ListPage, ObjectInfo, Store, StoredObject, WriteResu
 from pail.store.memory import MemoryStore
 from pail.store.s3 import S3Store
 
-__all__ = ["ListPage", "MemoryStore", "ObjectInfo", "S3Store", "Store", "StoredObject", "WriteResult"]
+__all__ = [
+    "ListPage",
+    "MemoryStore",
+    "ObjectInfo",
+    "S3Store",
+    "Store",
+    "StoredObject",
+    "WriteResult",
+]

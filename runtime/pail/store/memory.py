@@ -7,6 +7,7 @@ from an injectable ``now`` function so tests can move it.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import random
 import threading
@@ -99,7 +100,9 @@ class MemoryStore:
             # a key, because every body carries a fresh write token.
             digest = hashlib.md5(body + str(self._writes).encode(), usedforsecurity=False)
             now = self._now()
-            self._objects[key] = _Entry(bytes(body), f'"{digest.hexdigest()}"', now, dict(metadata or {}))
+            self._objects[key] = _Entry(
+                bytes(body), f'"{digest.hexdigest()}"', now, dict(metadata or {})
+            )
             return WriteResult(self._objects[key].etag, now)
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
@@ -139,7 +142,7 @@ class MemoryStore:
     def presign_get(self, key: str, expires_in: int) -> str:
         return f"memory://{self._bucket}/{key}?expires_in={expires_in}"
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         """Every key, sorted: a test helper."""
         with self._lock:
             return sorted(self._objects)

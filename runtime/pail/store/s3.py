@@ -234,9 +234,7 @@ class S3Store:
                 ExpiresIn=expires_in,
             )
 
-    def _with_conflict_retries(
-        self, key: str, conditional: bool, call: Any
-    ) -> Mapping[str, Any]:
+    def _with_conflict_retries(self, key: str, conditional: bool, call: Any) -> Mapping[str, Any]:
         """Run ``call``, retrying 409 ConditionalRequestConflict, translating 412/404.
 
         A 409 means S3 did not apply the write because another conditional

@@ -1,0 +1,65 @@
+"""pail: a brokerless, durable job queue in one S3 bucket.
+
+>>> from pail import Pail
+>>> pail = Pail.connect("my-bucket")            # doctest: +SKIP
+>>> job_id = pail.enqueue({"report_id": "q2"})  # doctest: +SKIP
+>>> pail.work_once(build_report)                # doctest: +SKIP
+>>> pail.result(job_id)                         # doctest: +SKIP
+"""
+
+from pail.clock import Clock, ManualClock, SystemClock
+from pail.codec import DeadLetter, ErrorInfo
+from pail.errors import (
+    AccessDeniedError,
+    BucketNotFoundError,
+    ConditionFailedError,
+    ConfigurationError,
+    ConflictError,
+    DecodeError,
+    JobNotFoundError,
+    LeaseLostError,
+    PailError,
+    PayloadError,
+    StorageError,
+)
+from pail.message import Message
+from pail.protocol.reaper import ReapReport
+from pail.protocol.transitions import Ending
+from pail.queue import Mode, Pail, Stats
+from pail.status import JobState, JobStatus
+from pail.store import MemoryStore, S3Store, Store
+from pail.worker import HandlerTimeoutError
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "AccessDeniedError",
+    "BucketNotFoundError",
+    "Clock",
+    "ConditionFailedError",
+    "ConfigurationError",
+    "ConflictError",
+    "DeadLetter",
+    "DecodeError",
+    "Ending",
+    "ErrorInfo",
+    "HandlerTimeoutError",
+    "JobNotFoundError",
+    "JobState",
+    "JobStatus",
+    "LeaseLostError",
+    "ManualClock",
+    "MemoryStore",
+    "Message",
+    "Mode",
+    "Pail",
+    "PailError",
+    "PayloadError",
+    "ReapReport",
+    "S3Store",
+    "Stats",
+    "StorageError",
+    "Store",
+    "SystemClock",
+    "__version__",
+]

@@ -1,0 +1,279 @@
+"""The bytes of every object pail writes, versioned, and their decoding.
+
+Bodies are JSON. The pending envelope keeps pailq 0.1.1's shape
+(``{"payload": ..., "attempts": n}``) and only adds fields, so jobs written by
+either version can be read by the other. A result is stored as the handler's
+return value itself, again as in 0.1.1.
+
+Every body carries a fresh write token (``"w"``): two writes never produce
+the same bytes, so an ETag names one write, never a value that could come back
+(no ABA on compare-and-swap).
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass, field, replace
+from typing import Any, Self
+
+from pail.errors import DecodeError, PayloadError
+from pail.ids import new_token
+
+FORMAT_VERSION = 1
+TRACEBACK_LIMIT = 4000
+MESSAGE_LIMIT = 2000
+
+# Object metadata (x-amz-meta-*) pail sets; S3 lower-cases the names.
+META_WRITE = "pail-write"
+META_OUTCOME = "pail-outcome"
+META_ATTEMPT = "pail-attempt"
+OUTCOME_SUCCEEDED = "succeeded"
+OUTCOME_DEAD = "dead"
+
+# The body of done/{id} for a dead-lettered job: JSON null. A handler's None
+# is stored as {} (as in 0.1.1), so null can only mean "no result".
+DEAD_MARKER = b"null"
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON, or ``PayloadError`` naming what could not be encoded."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(f"not JSON-serialisable: {exc}") from exc
+
+
+def _loads(body: bytes, what: str) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DecodeError(f"{what} is not JSON: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """Why an attempt failed: the exception's type, message and a truncated traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+    attempt: int = 0
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, attempt: int = 0) -> ErrorInfo:
+        tb = "".join(traceback.format_exception(exc))
+        if len(tb) > TRACEBACK_LIMIT:
+            tb = "...\n" + tb[-TRACEBACK_LIMIT:]
+        return cls(type(exc).__name__, str(exc)[:MESSAGE_LIMIT], tb, attempt)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "traceback": self.traceback,
+            "attempt": self.attempt,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ErrorInfo | None:
+        if not isinstance(data, dict):
+            return None
+        return cls(
+            str(data.get("type", "Error")),
+            str(data.get("message", "")),
+            str(data.get("traceback", "")),
+            int(data.get("attempt", 0) or 0),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A pending job: the body of ``queue/{id}``.
+
+    ``attempts`` counts the attempts already started, so the next claim runs
+    attempt ``attempts + 1``.
+    """
+
+    payload: Any
+    attempts: int = 0
+    enqueued_at: str | None = None
+    last_error: ErrorInfo | None = None
+    redriven: int = 0
+    write: str = field(default_factory=new_token)
+
+    def encode(self) -> bytes:
+        data: dict[str, Any] = {"payload": self.payload, "attempts": self.attempts}
+        data["v"] = FORMAT_VERSION
+        if self.enqueued_at:
+            data["enqueued_at"] = self.enqueued_at
+        if self.last_error:
+            data["last_error"] = self.last_error.to_json()
+        if self.redriven:
+            data["redriven"] = self.redriven
+        data["w"] = self.write
+        return dumps(data)
+
+    @classmethod
+    def decode(cls, body: bytes) -> Envelope:
+        data = _loads(body, "pending job")
+        if not isinstance(data, dict) or "payload" not in data:
+            raise DecodeError("pending job has no 'payload' field")
+        attempts = data.get("attempts", 0)
+        if not isinstance(attempts, int) or attempts < 0:
+            raise DecodeError(f"pending job has an invalid 'attempts': {attempts!r}")
+        return cls(
+            payload=data["payload"],
+            attempts=attempts,
+            enqueued_at=data.get("enqueued_at"),
+            last_error=ErrorInfo.from_json(data.get("last_error")),
+            redriven=int(data.get("redriven", 0) or 0),
+            write=str(data.get("w", "")),
+        )
+
+
+# Lease states. A lease is "running" while its owner works; the owner (or the
+# reaper, if the owner dies) moves it to "retrying" or "dying" before it writes
+# the next pending entry or the dead letter, so that whoever finishes the
+# transition knows which one was decided.
+RUNNING = "running"
+RETRYING = "retrying"
+DYING = "dying"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """A running job: the body of ``run/{id}``, owned by one worker.
+
+    It carries the payload, so that a job whose worker died can be put back
+    in the queue by the reaper: the pending entry was deleted at claim time.
+    """
+
+    job_id: str
+    payload: Any
+    attempt: int
+    owner: str
+    lease: str
+    enqueued_at: str | None = None
+    state: str = RUNNING
+    error: ErrorInfo | None = None
+    progress: Any = None
+    reaped: bool = False
+    redriven: int = 0
+    write: str = field(default_factory=new_token)
+
+    def rewritten(self, **changes: Any) -> Self:
+        """A copy with ``changes`` and a fresh write token."""
+        return replace(self, write=new_token(), **changes)
+
+    def encode(self) -> bytes:
+        data: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "id": self.job_id,
+            "payload": self.payload,
+            "attempts": self.attempt,
+            "owner": self.owner,
+            "lease": self.lease,
+            "state": self.state,
+        }
+        if self.enqueued_at:
+            data["enqueued_at"] = self.enqueued_at
+        if self.error:
+            data["error"] = self.error.to_json()
+        if self.progress is not None:
+            data["progress"] = self.progress
+        if self.reaped:
+            data["reaped"] = True
+        if self.redriven:
+            data["redriven"] = self.redriven
+        data["w"] = self.write
+        return dumps(data)
+
+    @classmethod
+    def decode(cls, body: bytes, job_id: str) -> LeaseRecord:
+        data = _loads(body, "lease")
+        if not isinstance(data, dict) or "payload" not in data:
+            raise DecodeError("lease has no 'payload' field")
+        return cls(
+            job_id=str(data.get("id", job_id)),
+            payload=data["payload"],
+            # pailq 0.1.1 leases count attempts already made before this run.
+            attempt=int(data.get("attempts", 0) or 0) + (0 if "lease" in data else 1),
+            owner=str(data.get("owner", "pailq")),
+            lease=str(data.get("lease", "")),
+            enqueued_at=data.get("enqueued_at"),
+            state=str(data.get("state", RUNNING)),
+            error=ErrorInfo.from_json(data.get("error")),
+            progress=data.get("progress"),
+            reaped=bool(data.get("reaped", False)),
+            redriven=int(data.get("redriven", 0) or 0),
+            write=str(data.get("w", "")),
+        )
+
+    def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:
+        return Envelope(
+            payload=self.payload,
+            attempts=attempts,
+            enqueued_at=self.enqueued_at,
+            last_error=last_error,
+            redriven=self.redriven,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A dead-lettered job: the body of ``dlq/{id}``."""
+
+    job_id: str
+    payload: Any
+    attempts: int
+    error: ErrorInfo | None
+    enqueued_at: str | None = None
+    raw: str | None = None
+    redriven: int = 0
+    write: str = field(default_factory=new_token)
+
+    def encode(self) -> bytes:
+        data: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "id": self.job_id,
+            "payload": self.payload,
+            "attempts": self.attempts,
+            "error": self.error.to_json() if self.error else None,
+        }
+        if self.enqueued_at:
+            data["enqueued_at"] = self.enqueued_at
+        if self.raw is not None:
+            data["raw"] = self.raw
+        if self.redriven:
+            data["redriven"] = self.redriven
+        data["w"] = self.write
+        return dumps(data)
+
+    @classmethod
+    def decode(cls, body: bytes, job_id: str) -> DeadLetter:
+        data = _loads(body, "dead letter")
+        if not isinstance(data, dict):
+            raise DecodeError("dead letter is not an object")
+        return cls(
+            job_id=str(data.get("id", job_id)),
+            payload=data.get("payload"),
+            attempts=int(data.get("attempts", 0) or 0),
+            error=ErrorInfo.from_json(data.get("error")),
+            enqueued_at=data.get("enqueued_at"),
+            raw=data.get("raw"),
+            redriven=int(data.get("redriven", 0) or 0),
+            write=str(data.get("w", "")),
+        )
+
+
+def encode_result(result: Any) -> bytes:
+    """A handler's return value as stored in ``done/{id}``; None becomes ``{}``."""
+    return dumps({} if result is None else result)
+
+
+def decode_result(body: bytes) -> Any:
+    return _loads(body, "result")

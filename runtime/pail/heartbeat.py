@@ -1,0 +1,56 @@
+"""The background thread that keeps a lease alive while its handler runs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pail.clock import Clock
+from pail.errors import LeaseLostError, PailError
+from pail.protocol.lease import Lease
+
+log = logging.getLogger("pail")
+
+
+class Heartbeat:
+    """Renews ``lease`` every ``interval`` seconds until stopped or the lease is lost.
+
+    A renewal that fails transiently (a network error, a 5xx past botocore's
+    retries) is retried at the next tick; the job keeps running. A renewal
+    that finds the lease taken sets ``lost`` and stops.
+    """
+
+    def __init__(self, lease: Lease, interval: float, clock: Clock) -> None:
+        self._lease = lease
+        self._interval = interval
+        self._clock = clock
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self.failures = 0
+        self._thread = threading.Thread(
+            target=self._run, name=f"pail-heartbeat-{lease.job_id}", daemon=True
+        )
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._clock.sleep(self._interval, wake=self._stop)
+            if self._stop.is_set():
+                return
+            try:
+                self._lease.renew()
+            except LeaseLostError as exc:
+                log.warning("job %s: lease lost: %s", self._lease.job_id, exc)
+                self.lost.set()
+                return
+            except PailError as exc:
+                self.failures += 1
+                log.warning("job %s: heartbeat failed, will retry: %s", self._lease.job_id, exc)

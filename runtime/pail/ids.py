@@ -1,0 +1,51 @@
+"""Job ids and write tokens.
+
+Job ids are ULIDs: 26 fixed-width ASCII characters whose byte order is their
+creation order, so a standard bucket lists pending jobs oldest first.
+Write tokens are random and unique per write; every object pail writes
+carries one, which is how a writer recognises its own write after an
+ambiguous failure (a lost response, then a retry that comes back 412).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import UTC, datetime
+
+from ulid import ULID
+
+_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def new_job_id() -> str:
+    """A new ULID string, e.g. ``01JD8X3W5K9T2B7Q4R6M0N1P2S``."""
+    return str(ULID())
+
+
+def new_token() -> str:
+    """A random token, unique per write (16 hex characters)."""
+    return secrets.token_hex(8)
+
+
+def is_ulid(text: str) -> bool:
+    """True for a 26-character Crockford base32 ULID.
+
+    >>> is_ulid("01JD8X3W5K9T2B7Q4R6M0N1P2S"), is_ulid("hello")
+    (True, False)
+    """
+    return bool(_ULID.match(text))
+
+
+def ulid_time(job_id: str) -> datetime | None:
+    """The creation time encoded in a ULID job id, or None for other ids."""
+    if not is_ulid(job_id):
+        return None
+    return ULID.from_str(job_id).datetime.astimezone(UTC)
+
+
+def validate_job_id(job_id: str) -> str:
+    """Reject ids that cannot be a single key segment."""
+    if not job_id or "/" in job_id or len(job_id) > 512:
+        raise ValueError(f"invalid job id {job_id!r}")
+    return job_id

@@ -1,0 +1,131 @@
+"""A claimed job, as the raw ``claim`` API hands it out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pail.clock import Clock
+from pail.codec import ErrorInfo
+from pail.errors import LeaseLostError, PayloadError
+from pail.heartbeat import Heartbeat
+from pail.keys import Keys
+from pail.protocol import settle
+from pail.protocol.lease import Lease
+from pail.protocol.transitions import Ending
+from pail.protocol.writes import WriteStats
+from pail.store.base import Store
+
+log = logging.getLogger("pail")
+
+
+class Message:
+    """One claimed job. Its lease is renewed in the background until it is settled.
+
+    Settle it exactly once, with ``complete(result)`` or ``fail(error)``::
+
+        message = pail.claim()
+        if message is not None:
+            try:
+                message.complete(build_report(message.payload))
+            except Exception as exc:
+                message.fail(exc)
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        keys: Keys,
+        lease: Lease,
+        policy: settle.Policy,
+        clock: Clock,
+        stats: WriteStats | None = None,
+    ) -> None:
+        self._store = store
+        self._keys = keys
+        self._lease = lease
+        self._policy = policy
+        self._stats = stats
+        self._settled = False
+        self._heartbeat = Heartbeat(lease, policy.visibility_timeout / 3, clock).start()
+
+    @property
+    def id(self) -> str:
+        return self._lease.job_id
+
+    @property
+    def payload(self) -> Any:
+        return self._lease.record.payload
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number: 1 for the first run, 2 for the first retry, ..."""
+        return self._lease.record.attempt
+
+    @property
+    def lease_lost(self) -> bool:
+        """True once a renewal found that another worker or the reaper took the job."""
+        return self._lease.lost
+
+    @property
+    def settled(self) -> bool:
+        return self._settled
+
+    @property
+    def lease(self) -> Lease:
+        return self._lease
+
+    def progress(self, value: Any) -> None:
+        """Report progress; it is written with the next lease renewal, at no extra request."""
+        self._lease.set_progress(value)
+
+    def complete(self, result: Any = None) -> bool:
+        """Store ``result`` as the job's result; True if it is the job's result now.
+
+        False means the lease was lost (another worker owns the job now) or
+        another attempt had already finished the job. A result that is not
+        JSON-serialisable fails this attempt, with that error recorded, and
+        raises ``PayloadError``.
+        """
+        self._begin_settling()
+        try:
+            return settle.complete(
+                self._store, self._keys, self._lease, result, self._policy, self._stats
+            )
+        except LeaseLostError as exc:
+            settle.settle_quietly("complete", self.id, exc)
+            return False
+        except PayloadError as exc:
+            self._settled = False
+            self.fail(exc)
+            raise
+
+    def fail(self, error: BaseException | str | None = None) -> Ending | None:
+        """Fail this attempt. The job is retried, or dead-lettered if no retries are left.
+
+        Returns how the job ended (requeued or dead-lettered), or None if the
+        lease was lost and another worker owns the job now.
+        """
+        self._begin_settling()
+        info = _error_info(error)
+        try:
+            return settle.fail(
+                self._store, self._keys, self._lease, info, self._policy, self._stats
+            )
+        except LeaseLostError as exc:
+            settle.settle_quietly("fail", self.id, exc)
+            return None
+
+    def _begin_settling(self) -> None:
+        if self._settled:
+            raise RuntimeError(f"job {self.id} was already completed or failed")
+        self._settled = True
+        self._heartbeat.stop()
+
+
+def _error_info(error: BaseException | str | None) -> ErrorInfo:
+    if isinstance(error, BaseException):
+        return ErrorInfo.from_exception(error)
+    if isinstance(error, str):
+        return ErrorInfo("Failed", error)
+    return ErrorInfo("Failed", "the attempt was failed without an error")

@@ -1,0 +1,221 @@
+"""Claiming a pending job in O(1) requests, whatever the backlog.
+
+A claim never paginates the queue. The claimer lists one small page of
+``queue/`` and keeps it; later claims draw from that page until it runs out
+or proves stale, so a listing serves many claims. Each claim picks at random
+among the first ``spread`` keys of the page, so racing workers spread over
+different jobs instead of all fighting for the oldest one.
+
+The steps of one claim (``docs/protocol.md`` has the crash analysis):
+
+1. GET ``queue/{id}``: the payload and the ETag the claimer saw.
+2. PUT ``run/{id}`` with ``If-None-Match: *``: the lease, carrying the payload.
+   Exactly one worker wins it.
+3. DELETE ``queue/{id}`` with ``If-Match`` on the ETag from step 1. This is
+   what stops a worker acting on a stale view: if the entry is gone, the job
+   was claimed and finished by someone else after step 1 (unless the delete
+   was ours, retried, which ``done/`` tells apart); if it changed, it is a
+   newer entry whose own claim will run it.
+4. For a retry entry (attempts >= 1), HEAD ``done/{id}``: a stalled worker's
+   late retry can leave an entry for a job that has since ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from pail.clock import Clock
+from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
+from pail.errors import ConditionFailedError, DecodeError
+from pail.ids import new_token
+from pail.keys import QUEUE, Keys
+from pail.protocol import transitions
+from pail.protocol.lease import Lease
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.store.base import Store, StoredObject
+
+log = logging.getLogger("pail")
+
+DEFAULT_PAGE_SIZE = 100
+DEFAULT_SPREAD = 16
+MAX_CANDIDATES_PER_CLAIM = 8
+MAX_LISTS_PER_CLAIM = 2
+STALE_AFTER_MISSES = 2
+
+
+class Claimer:
+    """Claims jobs for one worker. Not thread-safe: one per worker thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        keys: Keys,
+        *,
+        visibility_timeout: float,
+        clock: Clock,
+        owner: str,
+        stats: WriteStats | None = None,
+        rng: random.Random | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        spread: int = DEFAULT_SPREAD,
+    ) -> None:
+        self._store = store
+        self._keys = keys
+        self._timeout = visibility_timeout
+        self._clock = clock
+        self._owner = owner
+        self._stats = stats
+        self._rng = rng or random.Random()
+        self._page_size = page_size
+        self._spread = spread
+        self._cache: list[str] = []
+        self._listed_at = 0.0
+        self._misses = 0
+        self.lists = 0
+        self.dead_lettered = 0
+
+    def claim(self) -> Lease | None:
+        """Claim one pending job, or return None if the queue looks empty."""
+        lists = 0
+        for _ in range(MAX_CANDIDATES_PER_CLAIM):
+            if self._cache_is_stale():
+                self._cache.clear()
+            if not self._cache:
+                if lists == MAX_LISTS_PER_CLAIM:
+                    return None
+                self._refill()
+                lists += 1
+                if not self._cache:
+                    return None
+            key = self._pick()
+            lease = self._try(key)
+            if lease is not None:
+                self._misses = 0
+                return lease
+            self._misses += 1
+        return None
+
+    def forget(self) -> None:
+        """Drop the cached page, so the next claim lists afresh."""
+        self._cache.clear()
+
+    def _cache_is_stale(self) -> bool:
+        too_old = self._clock.monotonic() - self._listed_at > self._timeout
+        return bool(self._cache) and (self._misses >= STALE_AFTER_MISSES or too_old)
+
+    def _refill(self) -> None:
+        page = self._store.list(self._keys.prefix(QUEUE), max_keys=self._page_size)
+        self.lists += 1
+        self._cache = [item.key for item in page.items]
+        self._listed_at = self._clock.monotonic()
+        self._misses = 0
+
+    def _pick(self) -> str:
+        index = self._rng.randrange(min(len(self._cache), self._spread))
+        return self._cache.pop(index)
+
+    def _try(self, key: str) -> Lease | None:
+        job_id = self._keys.job_id(key)
+        pending = self._store.get(key)
+        if pending is None:
+            return None
+        try:
+            envelope = Envelope.decode(pending.body)
+        except DecodeError as exc:
+            self._dead_letter_garbage(job_id, pending, exc)
+            return None
+        record = LeaseRecord(
+            job_id=job_id,
+            payload=envelope.payload,
+            attempt=envelope.attempts + 1,
+            owner=self._owner,
+            lease=new_token(),
+            enqueued_at=envelope.enqueued_at,
+            error=envelope.last_error,
+            redriven=envelope.redriven,
+        )
+        sent_at = self._clock.monotonic()
+        won = put_conditional(
+            self._store,
+            self._keys.run(job_id),
+            record.encode(),
+            record.write,
+            if_none_match=True,
+            stats=self._stats,
+            reason="claim",
+        )
+        if won is None:
+            return None
+        lease = Lease(
+            self._store,
+            self._keys,
+            record,
+            won.etag,
+            sent_at=sent_at,
+            visibility_timeout=self._timeout,
+            clock=self._clock,
+            stats=self._stats,
+        )
+        if not self._take_pending(key, pending.etag) or self._ended(envelope, job_id):
+            delete_if_unchanged(self._store, lease.key, lease.etag)
+            return None
+        return lease
+
+    def _take_pending(self, key: str, etag: str) -> bool:
+        """Step 3: remove the pending entry we read. False if the job is not ours to run."""
+        try:
+            self._store.delete(key, if_match=etag)
+            return True
+        except ConditionFailedError:
+            pass
+        if self._store.head(key) is not None:
+            return False  # a newer entry replaced the one we read
+        # Gone: our own earlier try of this delete, or the job ended meanwhile.
+        return self._store.head(self._keys.done(self._keys.job_id(key))) is None
+
+    def _ended(self, envelope: Envelope, job_id: str) -> bool:
+        """Step 4: True if this entry is stale because the job already ended."""
+        if envelope.attempts == 0 and not envelope.redriven:
+            return False
+        done = self._store.head(self._keys.done(job_id))
+        if done is None:
+            return False
+        redrive_unfinished = envelope.redriven and envelope.attempts == 0
+        if redrive_unfinished and done.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
+            # A redrive that stopped before clearing the dead marker: finish it.
+            delete_if_unchanged(self._store, done.key, done.etag)
+            self._store.delete(self._keys.dlq(job_id))
+            return False
+        return True
+
+    def _dead_letter_garbage(self, job_id: str, pending: StoredObject, exc: DecodeError) -> None:
+        """A body that is not a pail job: dead-letter it under a lease, keeping its bytes."""
+        error = ErrorInfo.from_exception(exc)
+        record = LeaseRecord(
+            job_id=job_id,
+            payload=None,
+            attempt=0,
+            owner=self._owner,
+            lease=new_token(),
+            state=DYING,
+            error=error,
+        )
+        won = put_conditional(
+            self._store,
+            self._keys.run(job_id),
+            record.encode(),
+            record.write,
+            if_none_match=True,
+            stats=self._stats,
+            reason="claim",
+        )
+        if won is None:
+            return
+        raw = pending.body[:10_000].decode("utf-8", errors="replace")
+        log.warning("dead-lettering undecodable job %s: %s", job_id, exc)
+        transitions.dead_letter(
+            self._store, self._keys, record, won.etag, error=error, raw=raw, stats=self._stats
+        )
+        delete_if_unchanged(self._store, pending.key, pending.etag)
+        self.dead_lettered += 1

@@ -1,0 +1,170 @@
+"""Reclaiming expired leases: the reaper's pass over ``run/``.
+
+A lease is expired when the server's clock says so: the ``Date`` of the
+listing response minus the object's ``LastModified`` exceeds the visibility
+timeout (plus one second, for the one-second resolution of ``Date``). No
+local clock takes part.
+
+For each expired lease the reaper first rewrites it under ``If-Match`` on the
+ETag it listed (the fence: the old owner's next renewal now fails, and a
+lease renewed since the listing is left alone), then finishes whatever the
+owner left undone, using the same idempotent steps the owner uses.
+
+Each pass reads a bounded number of pages and remembers where it stopped, so
+its cost per run is bounded however many jobs are running.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, RETRYING, ErrorInfo, LeaseRecord
+from pail.errors import DecodeError
+from pail.ids import new_token
+from pail.keys import RUN, Keys
+from pail.protocol import transitions
+from pail.protocol.settle import Policy
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.store.base import ObjectInfo, Store
+
+log = logging.getLogger("pail")
+
+CLOCK_RESOLUTION = 1.0
+
+
+@dataclass
+class ReapReport:
+    """What one reaper pass saw and did."""
+
+    scanned: int = 0
+    expired: int = 0
+    requeued: int = 0
+    dead_lettered: int = 0
+    cleaned: int = 0
+    renewed: int = 0
+    complete_pass: bool = True
+    requeued_ids: list[str] = field(default_factory=list)
+    dead_lettered_ids: list[str] = field(default_factory=list)
+
+
+class Reaper:
+    """Reclaims expired leases of one queue, a bounded number of pages per pass."""
+
+    def __init__(
+        self,
+        store: Store,
+        keys: Keys,
+        policy: Policy,
+        *,
+        stats: WriteStats | None = None,
+        page_size: int = 1000,
+        max_pages: int = 10,
+    ) -> None:
+        self._store = store
+        self._keys = keys
+        self._policy = policy
+        self._stats = stats
+        self._page_size = page_size
+        self._max_pages = max_pages
+        self._continuation: str | None = None
+
+    def reap(self) -> ReapReport:
+        report = ReapReport()
+        for _ in range(self._max_pages):
+            page = self._store.list(
+                self._keys.prefix(RUN), max_keys=self._page_size, continuation=self._continuation
+            )
+            for item in page.items:
+                report.scanned += 1
+                age = (page.server_time - item.last_modified).total_seconds()
+                if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
+                    report.expired += 1
+                    self._reclaim(item, report)
+            self._continuation = page.next_token
+            if page.next_token is None:
+                return report
+        report.complete_pass = False
+        return report
+
+    def _reclaim(self, item: ObjectInfo, report: ReapReport) -> None:
+        job_id = self._keys.job_id(item.key)
+        current = self._store.get(item.key)
+        if current is None or current.etag != item.etag:
+            report.renewed += 1
+            return
+        raw: str | None = None
+        try:
+            record = LeaseRecord.decode(current.body, job_id)
+        except DecodeError as exc:
+            raw = current.body[:10_000].decode("utf-8", errors="replace")
+            error = ErrorInfo.from_exception(exc)
+            record = LeaseRecord(job_id, None, 0, "reaper", new_token(), state=DYING, error=error)
+        fenced = record.rewritten(reaped=True)
+        won = put_conditional(
+            self._store,
+            item.key,
+            fenced.encode(),
+            fenced.write,
+            if_match=item.etag,
+            stats=self._stats,
+            reason="reap",
+        )
+        if won is None:
+            report.renewed += 1
+            return
+        self._finish(fenced, won.etag, report, raw)
+
+    def _finish(self, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None) -> None:
+        job_id = record.job_id
+        done = self._store.head(self._keys.done(job_id))
+        if done is not None:
+            if done.metadata.get(META_OUTCOME) == OUTCOME_DEAD and record.state == DYING:
+                transitions.dead_letter(
+                    self._store, self._keys, record, etag, error=record.error, stats=self._stats
+                )
+            else:
+                delete_if_unchanged(self._store, self._keys.run(job_id), etag)
+            report.cleaned += 1
+            return
+        if self._store.head(self._keys.queue(job_id)) is not None:
+            # The claim died before removing the pending entry, or a retry was
+            # written before its lease was dropped: the job is pending already.
+            delete_if_unchanged(self._store, self._keys.run(job_id), etag)
+            report.cleaned += 1
+            return
+        if record.state == DYING or self._policy.exhausted(record.attempt):
+            error = record.error if record.state == DYING else _expired(record, final=True)
+            ending = transitions.dead_letter(
+                self._store, self._keys, record, etag, error=error, raw=raw, stats=self._stats
+            )
+            if ending is transitions.Ending.DEAD_LETTERED:
+                report.dead_lettered += 1
+                report.dead_lettered_ids.append(job_id)
+                log.warning("job %s dead-lettered by the reaper: %s", job_id, error)
+            else:
+                report.cleaned += 1
+            return
+        error = record.error if record.state == RETRYING else _expired(record, final=False)
+        transitions.requeue(
+            self._store,
+            self._keys,
+            record,
+            etag,
+            attempts=record.attempt,
+            error=error,
+            stats=self._stats,
+        )
+        report.requeued += 1
+        report.requeued_ids.append(job_id)
+        log.info("job %s requeued by the reaper after attempt %d", job_id, record.attempt)
+
+
+def _expired(record: LeaseRecord, *, final: bool) -> ErrorInfo:
+    tail = " and no retries are left" if final else ""
+    return ErrorInfo(
+        "LeaseExpired",
+        f"worker {record.owner} stopped renewing its lease during attempt {record.attempt} "
+        f"(crashed, killed or stalled){tail}",
+        attempt=record.attempt,
+    )

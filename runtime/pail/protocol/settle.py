@@ -1,0 +1,107 @@
+"""How the owner of a lease ends its attempt: complete, fail (retry or dead-letter), release.
+
+Each first proves it still owns the lease. ``complete`` renews only when the
+lease is close to expiry (a success needs no commit record: ``done/{id}`` is
+created once, so a late duplicate cannot overwrite it). ``fail`` always
+rewrites the lease to record its decision; that write is fenced by
+``If-Match`` and is the commit point the reaper resumes from if the owner
+dies before finishing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pail.codec import (
+    DYING,
+    META_ATTEMPT,
+    META_OUTCOME,
+    OUTCOME_SUCCEEDED,
+    RETRYING,
+    ErrorInfo,
+    encode_result,
+)
+from pail.errors import LeaseLostError
+from pail.keys import Keys
+from pail.protocol import transitions
+from pail.protocol.lease import Lease
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.store.base import Store
+
+log = logging.getLogger("pail")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What the settling side needs to know about the queue."""
+
+    max_retries: int | None
+    visibility_timeout: float
+
+    @property
+    def margin(self) -> float:
+        """Renew before acting when less than this much of the lease surely remains."""
+        return self.visibility_timeout / 3
+
+    def exhausted(self, attempt: int) -> bool:
+        """True when attempt number ``attempt`` (1-based) was the last one allowed."""
+        return self.max_retries is not None and attempt > self.max_retries
+
+
+def complete(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    result: object,
+    policy: Policy,
+    stats: WriteStats | None = None,
+) -> bool:
+    """Record ``result`` as the job's outcome; True if it is the one that counts.
+
+    Raises ``PayloadError`` (before writing anything) if ``result`` is not
+    JSON-serialisable, and ``LeaseLostError`` if the lease was taken over.
+    """
+    body = encode_result(result)
+    lease.ensure(policy.margin)
+    record = lease.record
+    written = put_conditional(
+        store,
+        keys.done(lease.job_id),
+        body,
+        record.write + "-done",
+        if_none_match=True,
+        metadata={META_OUTCOME: OUTCOME_SUCCEEDED, META_ATTEMPT: str(record.attempt)},
+        stats=stats,
+        reason="done",
+    )
+    delete_if_unchanged(store, lease.key, lease.etag)
+    if written is None:
+        log.warning("job %s already had an outcome; this result was dropped", lease.job_id)
+    return written is not None
+
+
+def fail(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    error: ErrorInfo,
+    policy: Policy,
+    stats: WriteStats | None = None,
+) -> transitions.Ending:
+    """Fail this attempt: back to the queue, or to the DLQ when retries are exhausted."""
+    attempt = lease.record.attempt
+    error = ErrorInfo(error.type, error.message, error.traceback, attempt)
+    dying = policy.exhausted(attempt)
+    lease.renew(state=DYING if dying else RETRYING, error=error)
+    record, etag = lease.record, lease.etag
+    if dying:
+        return transitions.dead_letter(store, keys, record, etag, error=error, stats=stats)
+    return transitions.requeue(
+        store, keys, record, etag, attempts=attempt, error=error, stats=stats
+    )
+
+
+def settle_quietly(action: str, job_id: str, exc: LeaseLostError) -> None:
+    """Log a settle step that found its lease gone: another worker owns the job now."""
+    log.warning("job %s: could not %s: %s", job_id, action, exc)

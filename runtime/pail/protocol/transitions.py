@@ -1,0 +1,126 @@
+"""The second half of every transition out of ``run/{id}``.
+
+An owner decides (retry or dead-letter) by rewriting its lease under
+``If-Match``, which is the commit point. The writes after it are the same
+whether the owner does them or, after the owner died, the reaper does: so
+they live here, once, and both call them.
+
+Each function is idempotent: run twice, or after a crash half-way, it ends
+in the same state.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pail.codec import (
+    DEAD_MARKER,
+    META_ATTEMPT,
+    META_OUTCOME,
+    OUTCOME_DEAD,
+    OUTCOME_SUCCEEDED,
+    DeadLetter,
+    ErrorInfo,
+    LeaseRecord,
+)
+from pail.ids import new_token
+from pail.keys import Keys
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.store.base import Store
+
+
+class Ending(StrEnum):
+    """How a transition out of ``run/{id}`` ended."""
+
+    REQUEUED = "requeued"
+    DEAD_LETTERED = "dead_lettered"
+    ALREADY_DONE = "already_done"
+
+
+def requeue(
+    store: Store,
+    keys: Keys,
+    record: LeaseRecord,
+    lease_etag: str,
+    *,
+    attempts: int,
+    error: ErrorInfo | None,
+    stats: WriteStats | None = None,
+) -> Ending:
+    """Write the next pending entry for the job, then drop the lease.
+
+    If a pending entry already exists it is kept: it was written by an
+    earlier try of this same transition, or by a stalled worker, and either
+    way the job is pending, which is what this step must ensure.
+    """
+    envelope = record.envelope(attempts=attempts, last_error=error)
+    put_conditional(
+        store,
+        keys.queue(record.job_id),
+        envelope.encode(),
+        envelope.write,
+        if_none_match=True,
+        stats=stats,
+        reason="requeue",
+    )
+    delete_if_unchanged(store, keys.run(record.job_id), lease_etag)
+    return Ending.REQUEUED
+
+
+def dead_letter(
+    store: Store,
+    keys: Keys,
+    record: LeaseRecord,
+    lease_etag: str,
+    *,
+    error: ErrorInfo | None,
+    raw: str | None = None,
+    stats: WriteStats | None = None,
+) -> Ending:
+    """Make the job terminal as dead: the ``done/`` marker, the ``dlq/`` record, then drop the lease.
+
+    ``done/{id}`` is the single terminal key of a job: whoever creates it
+    first decides the outcome. A success that got there first wins, and the
+    job is not dead-lettered.
+    """
+    job_id = record.job_id
+    marker = put_conditional(
+        store,
+        keys.done(job_id),
+        DEAD_MARKER,
+        new_token(),
+        if_none_match=True,
+        metadata={META_OUTCOME: OUTCOME_DEAD, META_ATTEMPT: str(record.attempt)},
+        stats=stats,
+        reason="dead-marker",
+    )
+    if marker is None:
+        existing = store.head(keys.done(job_id))
+        if existing is not None and existing.metadata.get(META_OUTCOME) != OUTCOME_DEAD:
+            delete_if_unchanged(store, keys.run(job_id), lease_etag)
+            return Ending.ALREADY_DONE
+    letter = DeadLetter(
+        job_id=job_id,
+        payload=record.payload,
+        attempts=record.attempt,
+        error=error,
+        enqueued_at=record.enqueued_at,
+        raw=raw,
+        redriven=record.redriven,
+    )
+    put_conditional(
+        store,
+        keys.dlq(job_id),
+        letter.encode(),
+        letter.write,
+        if_none_match=True,
+        stats=stats,
+        reason="dlq",
+    )
+    delete_if_unchanged(store, keys.run(job_id), lease_etag)
+    return Ending.DEAD_LETTERED
+
+
+def is_success_marker(outcome: str | None) -> bool:
+    """A ``done/`` object without pail's outcome metadata was written by pailq 0.1.1: a success."""
+    return outcome in (None, OUTCOME_SUCCEEDED)

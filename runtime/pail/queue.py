@@ -1,0 +1,466 @@
+"""``Pail``: the public face of one queue in one bucket."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pail.clock import Clock, SystemClock
+from pail.codec import (
+    META_OUTCOME,
+    OUTCOME_DEAD,
+    DeadLetter,
+    Envelope,
+    decode_result,
+)
+from pail.config import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_VISIBILITY_TIMEOUT,
+    validate_max_retries,
+    validate_visibility_timeout,
+)
+from pail.errors import ConfigurationError, DecodeError, JobNotFoundError, StorageError
+from pail.ids import new_job_id, ulid_time, validate_job_id
+from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.message import Message
+from pail.protocol.claim import Claimer
+from pail.protocol.reaper import Reaper, ReapReport
+from pail.protocol.settle import Policy
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.status import JobStatus, read_status
+from pail.store.base import Store
+from pail.store.s3 import S3Store, is_directory_bucket
+from pail.worker import Handler, Polling, idle_wait, run_message
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+log = logging.getLogger("pail")
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_DIRECTORY_BUCKET = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}--[a-z0-9-]+--x-s3$")
+
+
+class Mode(StrEnum):
+    """Standard (general purpose bucket) or express (S3 Express One Zone directory bucket)."""
+
+    STANDARD = "standard"
+    EXPRESS = "express"
+
+    @classmethod
+    def for_bucket(cls, bucket: str) -> Mode:
+        """Express for names ending in ``--x-s3``, as S3 names directory buckets.
+
+        >>> Mode.for_bucket("jobs"), Mode.for_bucket("jobs--use1-az4--x-s3")
+        (<Mode.STANDARD: 'standard'>, <Mode.EXPRESS: 'express'>)
+        """
+        return cls.EXPRESS if is_directory_bucket(bucket) else cls.STANDARD
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts per state, and the enqueue time of the oldest pending job."""
+
+    pending: int
+    running: int
+    done: int
+    failed: int
+    oldest_pending: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pending": self.pending,
+            "running": self.running,
+            "done": self.done,
+            "failed": self.failed,
+            "oldest_pending": self.oldest_pending.isoformat() if self.oldest_pending else None,
+        }
+
+
+def validate_bucket_name(bucket: str) -> str:
+    """Return ``bucket`` if S3 would accept it as a bucket name, else raise ``ConfigurationError``."""
+    if not isinstance(bucket, str) or not (
+        _DIRECTORY_BUCKET.match(bucket) or (_BUCKET.match(bucket) and ".." not in bucket)
+    ):
+        raise ConfigurationError(
+            f"invalid bucket name {bucket!r}: S3 bucket names are 3-63 characters of a-z, 0-9, "
+            "'.' and '-', starting and ending with a letter or digit"
+        )
+    return bucket
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Pail:
+    """A durable job queue in one S3 bucket.
+
+    >>> from pail.store import MemoryStore
+    >>> pail = Pail(MemoryStore("jobs"))
+    >>> job_id = pail.enqueue({"report_id": "q2_revenue"})
+    >>> pail.work_once(lambda payload: {"url": f"reports/{payload['report_id']}.pdf"})
+    True
+    >>> pail.result(job_id)
+    {'url': 'reports/q2_revenue.pdf'}
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        queue: str = "",
+        visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
+        max_retries: int | None = DEFAULT_MAX_RETRIES,
+        clock: Clock | None = None,
+        owner: str | None = None,
+    ) -> None:
+        try:
+            self._keys = Keys(queue)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self._store = store
+        self._policy = Policy(
+            validate_max_retries(max_retries), validate_visibility_timeout(visibility_timeout)
+        )
+        self._clock = clock or SystemClock()
+        self._owner = owner or _owner()
+        self._local = threading.local()
+        self._reaper: Reaper | None = None
+        self.write_stats = WriteStats()
+
+    @classmethod
+    def connect(
+        cls,
+        bucket: str,
+        *,
+        endpoint_url: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        region: str | None = None,
+        visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
+        max_retries: int | None = DEFAULT_MAX_RETRIES,
+        queue: str = "",
+        session_token: str | None = None,
+        profile: str | None = None,
+        client: S3Client | None = None,
+    ) -> Pail:
+        """Connect to the queue in ``bucket``. Only this method builds a boto3 client.
+
+        Credentials and region follow boto3's usual chain unless given.
+        ``queue`` names a namespace, so several queues can share a bucket.
+        """
+        validate_bucket_name(bucket)
+        if client is None:
+            client = build_client(
+                endpoint_url=endpoint_url,
+                access_key_id=access_key_id,
+                secret_access_key=secret_access_key,
+                session_token=session_token,
+                region=region,
+                profile=profile,
+            )
+        return cls(
+            S3Store(client, bucket),
+            queue=queue,
+            visibility_timeout=visibility_timeout,
+            max_retries=max_retries,
+        )
+
+    # -- properties ---------------------------------------------------------
+
+    @property
+    def bucket(self) -> str:
+        return self._store.bucket
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def keys(self) -> Keys:
+        return self._keys
+
+    @property
+    def mode(self) -> Mode:
+        return Mode.for_bucket(self._store.bucket)
+
+    @property
+    def visibility_timeout(self) -> float:
+        return self._policy.visibility_timeout
+
+    @property
+    def max_retries(self) -> int | None:
+        return self._policy.max_retries
+
+    # -- producing ----------------------------------------------------------
+
+    def enqueue(self, payload: Any) -> str:
+        """Add a job; return its id (a 26-character ULID).
+
+        The payload must be JSON-serialisable; if it is not, ``PayloadError``
+        is raised and nothing is written.
+        """
+        job_id = new_job_id()
+        envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
+        body = envelope.encode()
+        written = put_conditional(
+            self._store,
+            self._keys.queue(job_id),
+            body,
+            envelope.write,
+            if_none_match=True,
+            stats=self.write_stats,
+            reason="enqueue",
+        )
+        if written is None:  # pragma: no cover - a ULID collision
+            raise StorageError(f"job id {job_id} already exists")
+        return job_id
+
+    # -- consuming ----------------------------------------------------------
+
+    def _claimer(self) -> Claimer:
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        if claimer is None:
+            claimer = Claimer(
+                self._store,
+                self._keys,
+                visibility_timeout=self._policy.visibility_timeout,
+                clock=self._clock,
+                owner=self._owner,
+                stats=self.write_stats,
+            )
+            self._local.claimer = claimer
+        return claimer
+
+    def claim(self) -> Message | None:
+        """Claim one pending job, or return None if there is none.
+
+        The job's lease is renewed in the background until you settle the
+        message with ``complete`` or ``fail``.
+        """
+        lease = self._claimer().claim()
+        if lease is None:
+            return None
+        return Message(self._store, self._keys, lease, self._policy, self._clock, self.write_stats)
+
+    def work_once(self, handler: Handler, *, job_timeout: float | None = None) -> bool:
+        """Process one job with ``handler(payload)``; False if the queue was empty.
+
+        A job that raises is put back for a retry (or dead-lettered once
+        retries are exhausted) and this still returns True.
+        """
+        message = self.claim()
+        if message is None:
+            return False
+        run_message(handler, message, job_timeout=job_timeout)
+        return True
+
+    def work(
+        self,
+        handler: Handler,
+        *,
+        poll_interval: float = 20.0,
+        min_poll_interval: float = 0.1,
+        job_timeout: float | None = None,
+        stop: threading.Event | None = None,
+        max_jobs: int | None = None,
+    ) -> int:
+        """Process jobs until ``stop`` is set (or forever); return how many were processed.
+
+        When the queue is empty it polls adaptively: from ``min_poll_interval``
+        doubling up to ``poll_interval`` seconds, and back to the floor as soon
+        as a job turns up.
+        """
+        polling = Polling(min_poll_interval, poll_interval)
+        wait: float | None = None
+        processed = 0
+        while not (stop is not None and stop.is_set()):
+            if max_jobs is not None and processed >= max_jobs:
+                break
+            try:
+                found = self.work_once(handler, job_timeout=job_timeout)
+            except StorageError as exc:
+                log.warning("claim failed, backing off: %s", exc)
+                found = False
+            if found:
+                processed += 1
+                wait = None
+                continue
+            wait = polling.next(wait)
+            idle_wait(self._clock, wait, stop)
+        return processed
+
+    # -- reading ------------------------------------------------------------
+
+    def result(self, job_id: str) -> Any:
+        """The job's result: None until it is done, then the handler's return value.
+
+        A handler that returned None has ``{}`` as its result. A dead-lettered
+        job has no result (None); see ``status``.
+        """
+        obj = self._store.get(self._keys.done(validate_job_id(job_id)))
+        if obj is None or obj.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
+            return None
+        return decode_result(obj.body)
+
+    def result_url(self, job_id: str, expires_in: int = 3600) -> str:
+        """A presigned URL to GET the job's result object, valid ``expires_in`` seconds."""
+        return self._store.presign_get(self._keys.done(validate_job_id(job_id)), expires_in)
+
+    def status_urls(self, job_id: str, expires_in: int = 3600) -> dict[str, str]:
+        """Presigned GET URLs for every object a job can be, keyed by state.
+
+        A browser reads the job's status with no backend in the loop: the job
+        is in whichever of these answers 200 (``docs/status-page.md`` has the
+        JSON shapes). Keys: ``pending``, ``running``, ``done``, ``failed``.
+        """
+        job_id = validate_job_id(job_id)
+        keys = {
+            "pending": self._keys.queue(job_id),
+            "running": self._keys.run(job_id),
+            "done": self._keys.done(job_id),
+            "failed": self._keys.dlq(job_id),
+        }
+        return {state: self._store.presign_get(key, expires_in) for state, key in keys.items()}
+
+    def status(self, job_id: str) -> JobStatus | None:
+        """The job's state, attempts, enqueue time and last error; None if unknown."""
+        return read_status(self._store, self._keys, validate_job_id(job_id))
+
+    def stats(self) -> Stats:
+        """Count the jobs in each state by listing every prefix of this queue."""
+        pending = self._list_ids(QUEUE)
+        running = self._list_ids(RUN)
+        done = self._list_ids(DONE)
+        failed = self._list_ids(DLQ)
+        times = [t for t in (ulid_time(job_id) for job_id in pending) if t is not None]
+        return Stats(
+            pending=len(pending),
+            running=len(running),
+            # Dead-lettered jobs keep a null marker under done/ (the single
+            # terminal key): they count as failed, not done.
+            done=len(set(done) - set(failed)),
+            failed=len(failed),
+            oldest_pending=min(times) if times else None,
+        )
+
+    def _list_ids(self, state: str) -> list[str]:
+        return [self._keys.job_id(info.key) for info in self._iter_prefix(state)]
+
+    def _iter_prefix(self, state: str) -> Iterable[Any]:
+        token: str | None = None
+        while True:
+            page = self._store.list(self._keys.prefix(state), continuation=token)
+            yield from page.items
+            if page.next_token is None:
+                return
+            token = page.next_token
+
+    # -- operating ----------------------------------------------------------
+
+    def reap(self) -> ReapReport:
+        """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent."""
+        if self._reaper is None:
+            self._reaper = Reaper(self._store, self._keys, self._policy, stats=self.write_stats)
+        return self._reaper.reap()
+
+    def dead_letters(self, limit: int | None = None) -> list[DeadLetter]:
+        """The dead-lettered jobs, oldest first (in standard buckets), with their errors."""
+        letters: list[DeadLetter] = []
+        for info in self._iter_prefix(DLQ):
+            if limit is not None and len(letters) >= limit:
+                break
+            obj = self._store.get(info.key)
+            if obj is None:
+                continue
+            job_id = self._keys.job_id(info.key)
+            try:
+                letters.append(DeadLetter.decode(obj.body, job_id))
+            except DecodeError as exc:
+                log.warning("unreadable dead letter %s: %s", info.key, exc)
+        return letters
+
+    def redrive(self, job_id: str | None = None, *, all: bool = False) -> list[str]:
+        """Send dead-lettered jobs back to the queue with fresh attempts; return their ids.
+
+        Pass one ``job_id``, or ``all=True`` for every dead letter.
+        """
+        if (job_id is None) == (not all):
+            raise ConfigurationError("redrive needs exactly one of job_id or all=True")
+        ids = [validate_job_id(job_id)] if job_id else self._list_ids(DLQ)
+        return [i for i in ids if self._redrive_one(i)]
+
+    def _redrive_one(self, job_id: str) -> bool:
+        obj = self._store.get(self._keys.dlq(job_id))
+        if obj is None:
+            if len(job_id) and not self._store.head(self._keys.done(job_id)):
+                raise JobNotFoundError(f"no dead-lettered job {job_id!r}")
+            return False
+        try:
+            letter = DeadLetter.decode(obj.body, job_id)
+        except DecodeError as exc:
+            raise DecodeError(f"dead letter {job_id} is unreadable: {exc}") from exc
+        envelope = Envelope(
+            payload=letter.payload,
+            attempts=0,
+            enqueued_at=letter.enqueued_at,
+            redriven=letter.redriven + 1,
+        )
+        written = put_conditional(
+            self._store,
+            self._keys.queue(job_id),
+            envelope.encode(),
+            envelope.write,
+            if_none_match=True,
+            stats=self.write_stats,
+            reason="redrive",
+        )
+        if written is None:
+            return False  # already pending again
+        marker = self._store.head(self._keys.done(job_id))
+        if marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
+            delete_if_unchanged(self._store, marker.key, marker.etag)
+        delete_if_unchanged(self._store, obj.key, obj.etag)
+        return True
+
+
+def build_client(
+    *,
+    endpoint_url: str | None = None,
+    access_key_id: str | None = None,
+    secret_access_key: str | None = None,
+    session_token: str | None = None,
+    region: str | None = None,
+    profile: str | None = None,
+) -> S3Client:
+    """A boto3 S3 client with pail's retry and timeout settings."""
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": 5},
+        connect_timeout=5,
+        read_timeout=20,
+        max_pool_connections=32,
+        s3={"addressing_style": "path"} if endpoint_url else None,
+    )
+    client: S3Client = session.client(
+        "s3",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=access_key_id,
+        aws_secret_access_key=secret_access_key,
+        aws_session_token=session_token,
+        region_name=region or session.region_name or "us-east-1",
+        config=config,
+    )
+    return client
