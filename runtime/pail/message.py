@@ -116,11 +116,29 @@ class Message:
             settle.settle_quietly("fail", self.id, exc)
             return None
 
+    def release(self, reason: str) -> Ending | None:
+        """Give the job back now, before its lease would expire; the attempt counts as failed.
+
+        Used when this worker must stop (a Lambda near its timeout, a SIGTERM):
+        the job is claimable again at once, with ``reason`` recorded as its
+        last error, instead of waiting for the lease to expire. Counting the
+        attempt keeps a job that never fits in the time available from
+        cycling forever: it dead-letters like any other failing job.
+        """
+        return self.fail(_ReleasedError(reason))
+
     def _begin_settling(self) -> None:
         if self._settled:
             raise RuntimeError(f"job {self.id} was already completed or failed")
         self._settled = True
         self._heartbeat.stop()
+
+
+class _ReleasedError(Exception):
+    """Recorded on a job whose worker gave its lease up before finishing."""
+
+
+_ReleasedError.__name__ = "LeaseReleased"
 
 
 def _error_info(error: BaseException | str | None) -> ErrorInfo:
