@@ -1,0 +1,56 @@
+"""The names of the CloudWatch metrics pail emits, defined once.
+
+The reaper and the workers emit these as CloudWatch embedded metric format
+(EMF) records; the CDK construct builds its alarms on the same names, so the
+two cannot drift.
+
+Every metric carries one dimension, ``queue``, whose value is the queue's
+namespace, or ``default`` for the queue without one.
+"""
+
+from __future__ import annotations
+
+NAMESPACE = "Pail"
+"""The CloudWatch metric namespace of every pail metric."""
+
+DIMENSION_QUEUE = "queue"
+"""The one dimension of every pail metric: which queue it is about."""
+
+DEFAULT_QUEUE_DIMENSION = "default"
+"""The ``queue`` dimension value of the queue that has no namespace."""
+
+# Gauges the reaper emits on every run.
+PENDING_JOBS = "PendingJobs"
+RUNNING_JOBS = "RunningJobs"
+DEAD_LETTERED_JOBS = "DeadLetteredJobs"
+OLDEST_PENDING_AGE_SECONDS = "OldestPendingAgeSeconds"
+
+# Counters and timings the workers emit.
+JOBS_PROCESSED = "JobsProcessed"
+JOBS_FAILED = "JobsFailed"
+JOBS_RETRIED = "JobsRetried"
+JOBS_DEAD_LETTERED = "JobsDeadLettered"
+JOB_DURATION = "JobDuration"
+
+REAPER_METRICS: tuple[str, ...] = (
+    PENDING_JOBS,
+    RUNNING_JOBS,
+    DEAD_LETTERED_JOBS,
+    OLDEST_PENDING_AGE_SECONDS,
+)
+WORKER_METRICS: tuple[str, ...] = (
+    JOBS_PROCESSED,
+    JOBS_FAILED,
+    JOBS_RETRIED,
+    JOBS_DEAD_LETTERED,
+    JOB_DURATION,
+)
+
+
+def queue_dimension(namespace: str) -> str:
+    """The ``queue`` dimension value for a queue namespace.
+
+    >>> queue_dimension("reports"), queue_dimension("")
+    ('reports', 'default')
+    """
+    return namespace or DEFAULT_QUEUE_DIMENSION
