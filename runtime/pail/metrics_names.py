@@ -24,6 +24,10 @@ PENDING_JOBS = "PendingJobs"
 RUNNING_JOBS = "RunningJobs"
 DEAD_LETTERED_JOBS = "DeadLetteredJobs"
 OLDEST_PENDING_AGE_SECONDS = "OldestPendingAgeSeconds"
+# What the reaper did on a run: leases it found expired (a worker crashed or
+# stalled), and worker invocations it made because jobs waited unclaimed.
+EXPIRED_LEASES = "ExpiredLeases"
+SELF_HEAL_INVOCATIONS = "SelfHealInvocations"
 
 # Counters and timings the workers emit.
 JOBS_PROCESSED = "JobsProcessed"
@@ -31,12 +35,17 @@ JOBS_FAILED = "JobsFailed"
 JOBS_RETRIED = "JobsRetried"
 JOBS_DEAD_LETTERED = "JobsDeadLettered"
 JOB_DURATION = "JobDuration"
+# Jobs a worker gave back unfinished because it had to stop (a Lambda near its
+# timeout, a SIGTERM); each is also counted in JobsFailed.
+JOBS_RELEASED = "JobsReleased"
 
 REAPER_METRICS: tuple[str, ...] = (
     PENDING_JOBS,
     RUNNING_JOBS,
     DEAD_LETTERED_JOBS,
     OLDEST_PENDING_AGE_SECONDS,
+    EXPIRED_LEASES,
+    SELF_HEAL_INVOCATIONS,
 )
 WORKER_METRICS: tuple[str, ...] = (
     JOBS_PROCESSED,
@@ -44,6 +53,7 @@ WORKER_METRICS: tuple[str, ...] = (
     JOBS_RETRIED,
     JOBS_DEAD_LETTERED,
     JOB_DURATION,
+    JOBS_RELEASED,
 )
 
 
