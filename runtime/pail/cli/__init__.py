@@ -1,0 +1,24 @@
+"""The ``pail`` command: operate a queue from a shell, run workers, run the demo.
+
+``main`` is the console script (``[project.scripts] pail``); ``cli`` is the
+click group, for ``click.testing.CliRunner`` and for embedding.
+"""
+
+from __future__ import annotations
+
+from pail.cli.app import cli
+from pail.cli.dlq import dlq
+from pail.cli.jobs import enqueue, result, status, url
+from pail.cli.local import server
+from pail.cli.operate import reap, stats
+
+for command in (enqueue, status, result, url, stats, dlq, reap, server):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Run the ``pail`` command with ``sys.argv``; exits with a documented code."""
+    cli(prog_name="pail")
+
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,183 @@
+"""Global options, the ``[BUCKET]`` argument, and connecting a command to its queue.
+
+Global options (``--endpoint-url``, ``--json``, ...) are accepted both before
+and after the command name, so ``pail --json stats jobs`` and ``pail stats
+jobs --json`` mean the same. Each value goes into the one ``Options`` object
+of the invocation; the environment and the defaults fill in what was not
+given, with the precedence ``pail.config`` defines (option > environment >
+default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from pail.config import (
+    ENV_BUCKET,
+    ENV_ENDPOINT_URL,
+    ENV_MAX_RETRIES,
+    ENV_QUEUE,
+    ENV_VISIBILITY_TIMEOUT,
+    Settings,
+    parse_max_retries,
+)
+from pail.errors import ConfigurationError
+from pail.ids import validate_job_id
+from pail.output import Output
+from pail.queue import Pail
+
+
+@dataclass
+class Options:
+    """The global options of one invocation; None means "not given"."""
+
+    endpoint_url: str | None = None
+    profile: str | None = None
+    region: str | None = None
+    queue: str | None = None
+    visibility_timeout: float | None = None
+    max_retries: str | None = None
+    json: bool = False
+    debug: bool = False
+
+    def output(self) -> Output:
+        return Output(json_mode=self.json, debug=self.debug)
+
+    def settings(self, bucket: str, env: Mapping[str, str] | None = None) -> Settings:
+        """Resolve the queue settings: these options, then ``PAIL_*`` variables, then defaults."""
+        settings = Settings.from_env(
+            env,
+            bucket=bucket,
+            queue=self.queue,
+            endpoint_url=self.endpoint_url,
+            visibility_timeout=self.visibility_timeout,
+        )
+        if self.max_retries is not None:
+            # Passed apart: "none" parses to None, which from_env's overrides
+            # would take for "not given".
+            settings = dataclasses.replace(
+                settings, max_retries=parse_max_retries(self.max_retries)
+            )
+        return settings
+
+    def connect(self, bucket: str) -> Pail:
+        """A ``Pail`` for ``bucket`` with these options; boto3 finds credentials as usual."""
+        settings = self.settings(bucket)
+        try:
+            return Pail.connect(
+                settings.bucket,
+                endpoint_url=settings.endpoint_url,
+                region=self.region,
+                profile=self.profile,
+                queue=settings.queue,
+                visibility_timeout=settings.visibility_timeout,
+                max_retries=settings.max_retries,
+            )
+        except ConfigurationError:
+            raise
+        except Exception as exc:
+            # boto3 refuses some settings before any request (an unknown
+            # profile, a malformed endpoint): that is configuration.
+            if type(exc).__module__.startswith(("botocore", "boto3")):
+                raise ConfigurationError(f"cannot build an S3 client: {exc}") from exc
+            raise
+
+
+def options(ctx: click.Context) -> Options:
+    """The ``Options`` of this invocation (shared by the group and its commands)."""
+    return ctx.ensure_object(Options)
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    name = param.name
+    if name is None or value is None or value is False:
+        return value
+    if ctx.get_parameter_source(name) is ParameterSource.DEFAULT:
+        return value
+    setattr(options(ctx), name, value)
+    return value
+
+
+def _option[F: Callable[..., Any]](*decls: str, **attrs: Any) -> Callable[[F], F]:
+    return click.option(*decls, expose_value=False, callback=_remember, **attrs)
+
+
+def global_options[F: Callable[..., Any]](func: F) -> F:
+    """Add the global options to a command (and to the root group)."""
+    decorators = [
+        _option(
+            "--endpoint-url",
+            metavar="URL",
+            help=f"S3 endpoint, e.g. http://127.0.0.1:9000 for `pail server` [env {ENV_ENDPOINT_URL}].",
+        ),
+        _option("--profile", metavar="NAME", help="AWS profile [env AWS_PROFILE]."),
+        _option("--region", metavar="REGION", help="AWS region [env AWS_REGION]."),
+        _option(
+            "--queue",
+            metavar="NAME",
+            help=f"Queue namespace inside the bucket [env {ENV_QUEUE}; default: none].",
+        ),
+        _option(
+            "--visibility-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            metavar="SECONDS",
+            help=f"Lease length; give `reap` your workers' value [env {ENV_VISIBILITY_TIMEOUT}; default 30].",
+        ),
+        _option(
+            "--max-retries",
+            metavar="N|none",
+            help=f"Retries before a job is dead-lettered [env {ENV_MAX_RETRIES}; default 3].",
+        ),
+        _option("--json", "json", is_flag=True, help="Print JSON for scripts."),
+        _option("--debug", is_flag=True, help="Show tracebacks and boto3 details on errors."),
+    ]
+    for decorate in reversed(decorators):
+        func = decorate(func)
+    return func
+
+
+def bucket_argument[F: Callable[..., Any]](func: F) -> F:
+    """An optional ``BUCKET`` argument that defaults to ``$PAIL_BUCKET``."""
+    return click.argument("bucket", required=False, metavar="[BUCKET]")(func)
+
+
+def resolve_bucket(bucket: str | None, env: Mapping[str, str] | None = None) -> str:
+    """``bucket`` if given, else ``$PAIL_BUCKET``, else a usage error."""
+    env = os.environ if env is None else env
+    resolved = bucket or env.get(ENV_BUCKET)
+    if not resolved:
+        raise click.UsageError(f"missing BUCKET (give it, or set {ENV_BUCKET})")
+    return resolved
+
+
+def split_bucket(args: Sequence[str], names: Sequence[str]) -> tuple[str, list[str]]:
+    """Split ``[BUCKET] NAME...`` positionals: BUCKET may be left out when ``$PAIL_BUCKET`` is set.
+
+    >>> split_bucket(["jobs", "01J"], ["ID"])
+    ('jobs', ['01J'])
+    """
+    if len(args) == len(names) + 1:
+        return args[0], list(args[1:])
+    if len(args) == len(names):
+        return resolve_bucket(None), list(args)
+    wanted = " ".join(["[BUCKET]", *names])
+    raise click.UsageError(f"expected {wanted}, got {len(args)} argument(s)")
+
+
+def checked_id(job_id: str) -> str:
+    """``job_id`` if it can name a job (one key segment), else a usage error.
+
+    >>> checked_id("01JD8X3W5K9T2B7Q4R6M0N1P2S")
+    '01JD8X3W5K9T2B7Q4R6M0N1P2S'
+    """
+    try:
+        return validate_job_id(job_id.strip())
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None

@@ -1,0 +1,292 @@
+"""One job at a time: ``enqueue``, ``status``, ``result`` and ``url``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from pail.cli.context import checked_id, global_options, options, split_bucket
+from pail.cli.exit_codes import CommandError, ExitCode
+from pail.output import Output, compact, state_text, when
+from pail.queue import Pail
+from pail.status import JobState, JobStatus
+
+
+def read_payloads(source: str, *, lines: bool) -> list[Any]:
+    """Parse a JSON payload from ``source``: literal JSON, ``@file`` or ``-`` for stdin.
+
+    With ``lines``, every non-blank line is one payload (JSON Lines).
+
+    >>> read_payloads('{"report_id": "q2"}', lines=False)
+    [{'report_id': 'q2'}]
+    """
+    if source == "-":
+        text, origin = sys.stdin.read(), "stdin"
+    elif source.startswith("@"):
+        path = Path(source[1:])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read payload file {path}: {exc}", ExitCode.USAGE) from exc
+        origin = str(path)
+    else:
+        text, origin = source, "argument"
+    chunks = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        chunks = [(1, text)]
+    payloads = []
+    for number, chunk in chunks:
+        try:
+            payloads.append(json.loads(chunk))
+        except json.JSONDecodeError as exc:
+            where = f"{origin}, line {number}" if lines else origin
+            raise CommandError(
+                f"payload ({where}) is not valid JSON: {exc}", ExitCode.USAGE
+            ) from exc
+    if not payloads:
+        raise CommandError(f"no payload in {origin}", ExitCode.USAGE)
+    return payloads
+
+
+@click.command()
+@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] JSON|@FILE|-")
+@click.option("--lines", is_flag=True, help="Each line of the input is one payload (JSON Lines).")
+@global_options
+@click.pass_context
+def enqueue(ctx: click.Context, args: tuple[str, ...], lines: bool) -> None:
+    """Add a job and print its id.
+
+    The payload is literal JSON, @FILE to read it from a file, or - for stdin.
+
+    \b
+      pail enqueue jobs '{"report_id": "q2_revenue", "format": "pdf"}'
+      pail enqueue jobs @job.json
+      jq -c '.[]' batch.json | pail enqueue jobs - --lines
+    """
+    bucket, (source,) = split_bucket(args, ["PAYLOAD"])
+    opts = options(ctx)
+    payloads = read_payloads(source, lines=lines)
+    pail = opts.connect(bucket)
+    out = opts.output()
+    for payload in payloads:
+        job_id = pail.enqueue(payload)
+        out.result({"id": job_id}, lambda job_id=job_id: out.line(job_id))
+
+
+def read_status(pail: Pail, job_id: str) -> JobStatus:
+    """The job's status, or a not-found error naming where pail looked."""
+    status = pail.status(job_id)
+    if status is None:
+        raise CommandError(
+            f"no job {job_id} in s3://{pail.bucket}/{pail.keys.root} "
+            "(wrong bucket or --queue, or its objects expired?)",
+            ExitCode.NOT_FOUND,
+        )
+    return status
+
+
+def _attempts(status: JobStatus, max_retries: int | None) -> str:
+    if max_retries is None:
+        return str(status.attempts)
+    return f"{status.attempts} of {max_retries + 1}"
+
+
+def render_status(out: Output, status: JobStatus, max_retries: int | None, traceback: bool) -> None:
+    rows: list[tuple[str, Any]] = [
+        ("job", status.id),
+        ("state", state_text(status.state.value)),
+        ("attempts", _attempts(status, max_retries)),
+        ("enqueued", when(status.enqueued_at)),
+        ("updated", when(status.updated_at)),
+    ]
+    if status.progress is not None:
+        rows.append(("progress", compact(status.progress, 200)))
+    if status.error is not None:
+        attempt = f" (attempt {status.error.attempt})" if status.error.attempt else ""
+        rows.append(("error", f"[red]{escape(str(status.error))}[/]{attempt}"))
+    out.key_values(rows)
+    if traceback and status.error is not None and status.error.traceback:
+        out.print()
+        out.line(status.error.traceback.rstrip())
+
+
+@click.command()
+@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.option("--traceback", is_flag=True, help="Also print the last error's traceback.")
+@global_options
+@click.pass_context
+def status(ctx: click.Context, args: tuple[str, ...], traceback: bool) -> None:
+    """Show where a job is: pending, running, done or failed, with its last error.
+
+    Exits 3 if no job has this id.
+    """
+    bucket, (job_id,) = split_bucket(args, ["ID"])
+    job_id = checked_id(job_id)
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    found = read_status(pail, job_id)
+    out = opts.output()
+    out.result(found.to_json(), lambda: render_status(out, found, pail.max_retries, traceback))
+    if found.state is JobState.FAILED and not opts.json:
+        out.note(
+            f"inspect: pail dlq show {bucket} {job_id}   retry: pail dlq redrive {bucket} {job_id}"
+        )
+
+
+class _Backoff:
+    """Poll delays from 0.2 s, growing by half each time, up to ``ceiling``."""
+
+    def __init__(self, ceiling: float) -> None:
+        self._ceiling = ceiling
+        self._next = min(0.2, ceiling)
+
+    def next(self) -> float:
+        delay, self._next = self._next, min(self._next * 1.5, self._ceiling)
+        return delay
+
+
+def _not_done(status: JobStatus, bucket: str) -> CommandError:
+    if status.state is JobState.FAILED:
+        error = f": {status.error}" if status.error else ""
+        return CommandError(
+            f"job {status.id} failed after {status.attempts} attempt(s) and was dead-lettered"
+            f"{error} (pail dlq show {bucket} {status.id})",
+            ExitCode.JOB_FAILED,
+        )
+    return CommandError(
+        f"job {status.id} is {status.state.value} (attempt {status.attempts}); no result yet",
+        ExitCode.NOT_READY,
+    )
+
+
+def fetch_result(
+    pail: Pail,
+    job_id: str,
+    *,
+    wait: bool,
+    timeout: float | None,
+    poll_interval: float,
+    on_wait: Any = None,
+) -> Any:
+    """The job's result; waits for it with ``wait``. Raises ``CommandError`` otherwise."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    backoff = _Backoff(poll_interval)
+    announced = False
+    while True:
+        result = pail.result(job_id)
+        if result is not None:
+            return result
+        found = read_status(pail, job_id)
+        if found.state is JobState.DONE:
+            continue  # finished between the two reads
+        if found.state is JobState.FAILED or not wait:
+            raise _not_done(found, pail.bucket)
+        if not announced and on_wait is not None:
+            on_wait(found)
+            announced = True
+        delay = backoff.next()
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CommandError(
+                    f"timed out after {timeout} s waiting for job {job_id} "
+                    f"(still {found.state.value}, attempt {found.attempts})",
+                    ExitCode.NOT_READY,
+                )
+            delay = min(delay, left)
+        time.sleep(delay)
+
+
+@click.command()
+@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.option("--wait", is_flag=True, help="Wait until the job is done (or dead-lettered).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="With --wait: give up after this long (exit 4). Default: wait forever.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.01),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --wait: the longest pause between two reads.",
+)
+@global_options
+@click.pass_context
+def result(
+    ctx: click.Context,
+    args: tuple[str, ...],
+    wait: bool,
+    timeout: float | None,
+    poll_interval: float,
+) -> None:
+    """Print a job's result (the handler's return value, as JSON).
+
+    Exits 4 while the job is pending or running (or when --wait times out),
+    5 if it was dead-lettered, 3 if there is no such job.
+    """
+    if timeout is not None and not wait:
+        raise click.UsageError("--timeout needs --wait")
+    bucket, (job_id,) = split_bucket(args, ["ID"])
+    job_id = checked_id(job_id)
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    out = opts.output()
+
+    def announce(found: JobStatus) -> None:
+        out.note(f"waiting for job {job_id} ({found.state.value}, attempt {found.attempts})...")
+
+    value = fetch_result(
+        pail, job_id, wait=wait, timeout=timeout, poll_interval=poll_interval, on_wait=announce
+    )
+    out.result(value, lambda: out.pretty_json(value))
+
+
+@click.command()
+@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.option(
+    "--expires",
+    type=click.IntRange(min=1, max=604800),
+    default=3600,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long the URL stays valid (S3 allows up to 7 days).",
+)
+@click.option(
+    "--status", "all_states", is_flag=True, help="Print the URL of every state the job can be in."
+)
+@global_options
+@click.pass_context
+def url(ctx: click.Context, args: tuple[str, ...], expires: int, all_states: bool) -> None:
+    """Print a presigned URL that GETs the job's result, for a browser or curl.
+
+    The URL answers 404 until the job is done. With --status, print one URL
+    per state (pending, running, done, failed): the job is in whichever
+    answers 200, which is how a status page polls with no backend.
+    Presigning is local: no request is made.
+    """
+    bucket, (job_id,) = split_bucket(args, ["ID"])
+    job_id = checked_id(job_id)
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    out = opts.output()
+    if all_states:
+        urls = pail.status_urls(job_id, expires_in=expires)
+
+        def human() -> None:
+            for state, link in urls.items():
+                out.line(f"{state:<8} {link}")
+
+        out.result({"id": job_id, "expires_in": expires, "urls": urls}, human)
+        return
+    link = pail.result_url(job_id, expires_in=expires)
+    out.result({"id": job_id, "expires_in": expires, "url": link}, lambda: out.line(link))

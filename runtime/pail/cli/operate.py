@@ -1,0 +1,197 @@
+"""The queue as a whole: ``stats`` (optionally live) and ``reap``."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
+from pail.output import Output, age, to_json_text
+from pail.protocol.reaper import ReapReport
+from pail.queue import Pail, Stats
+
+
+def stats_table(pail: Pail, stats: Stats, rate: float | None = None) -> Table:
+    """The queue's counts as a one-row Rich table."""
+    where = f"s3://{pail.bucket}/{pail.keys.root}"
+    table = Table(title=f"{where}  ({pail.mode.value})", title_justify="left")
+    for name, style in (
+        ("pending", "yellow"),
+        ("running", "cyan"),
+        ("done", "green"),
+        ("failed", "red"),
+    ):
+        table.add_column(name, justify="right", style=style)
+    table.add_column("oldest pending", justify="right")
+    cells = [str(stats.pending), str(stats.running), str(stats.done), str(stats.failed)]
+    cells.append(age(stats.oldest_pending) if stats.oldest_pending else "-")
+    if rate is not None:
+        table.add_column("done/s", justify="right")
+        cells.append(f"{rate:.1f}")
+    table.add_row(*cells)
+    return table
+
+
+def stats_line(stats: Stats, rate: float | None = None) -> str:
+    """The queue's counts as one plain line, for logs and pipes."""
+    line = (
+        f"pending={stats.pending} running={stats.running} done={stats.done} "
+        f"failed={stats.failed} oldest_pending={age(stats.oldest_pending)}"
+    )
+    return line if rate is None else f"{line} done_per_s={rate:.1f}"
+
+
+class _Rate:
+    """Jobs finished per second between two readings."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, int] | None = None
+
+    def update(self, stats: Stats) -> float | None:
+        now, finished = time.monotonic(), stats.done + stats.failed
+        last, self._last = self._last, (now, finished)
+        if last is None or now <= last[0]:
+            return None
+        return max(0, finished - last[1]) / (now - last[0])
+
+
+def watch(
+    out: Output,
+    read: Callable[[], Stats],
+    render: Callable[[Stats, float | None], Any],
+    *,
+    interval: float,
+    count: int | None,
+) -> None:
+    """Refresh every ``interval`` seconds, ``count`` times (or until Ctrl-C)."""
+    rate = _Rate()
+    live: Live | None = None
+    if out.interactive and not out.json_mode:
+        live = Live(console=out.console, auto_refresh=False, transient=False)
+        live.start()
+    shown = 0
+    try:
+        while count is None or shown < count:
+            if shown:
+                time.sleep(interval)
+            stats = read()
+            per_second = rate.update(stats)
+            shown += 1
+            if out.json_mode:
+                out.line(to_json_text({**stats.to_json(), "done_per_s": per_second}))
+            elif live is not None:
+                hint = Text(f"every {interval:g} s, Ctrl-C to stop", style="dim")
+                live.update(Group(render(stats, per_second), hint), refresh=True)
+            else:
+                out.line(f"{time.strftime('%H:%M:%S')} {stats_line(stats, per_second)}")
+    except KeyboardInterrupt:
+        pass  # the normal way to leave a watch
+    finally:
+        if live is not None:
+            live.stop()
+
+
+@click.command()
+@bucket_argument
+@click.option("--watch", "watching", is_flag=True, help="Refresh until Ctrl-C.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --watch: time between refreshes.",
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --watch: stop after N refreshes.",
+)
+@global_options
+@click.pass_context
+def stats(
+    ctx: click.Context, bucket: str | None, watching: bool, interval: float, count: int | None
+) -> None:
+    """Count the jobs in each state, and the age of the oldest pending job.
+
+    With --watch it refreshes in place on a terminal, prints one line per
+    refresh when piped, and one JSON object per refresh with --json.
+    Each refresh lists every prefix of the queue.
+    """
+    opts = options(ctx)
+    pail = opts.connect(resolve_bucket(bucket))
+    out = opts.output()
+    if watching:
+        watch(
+            out,
+            pail.stats,
+            lambda s, r: stats_table(pail, s, r),
+            interval=interval,
+            count=count,
+        )
+        return
+    current = pail.stats()
+    out.result(current.to_json(), lambda: out.print(stats_table(pail, current)))
+
+
+def render_reap(out: Output, report: ReapReport) -> None:
+    verdict = "complete pass" if report.complete_pass else "partial pass (more next time)"
+    out.key_values(
+        [
+            ("leases scanned", str(report.scanned)),
+            ("expired", str(report.expired)),
+            ("requeued", str(report.requeued)),
+            ("dead-lettered", str(report.dead_lettered)),
+            ("cleaned up", str(report.cleaned)),
+            ("renewed meanwhile", str(report.renewed)),
+            ("pass", verdict),
+        ]
+    )
+    for job_id in report.requeued_ids:
+        out.line(f"requeued       {job_id}")
+    for job_id in report.dead_lettered_ids:
+        out.line(f"dead-lettered  {job_id}")
+
+
+@click.command()
+@bucket_argument
+@click.option(
+    "--every",
+    type=click.FloatRange(min=0.1),
+    metavar="SECONDS",
+    help="Keep reaping at this interval until Ctrl-C (a local stand-in for the scheduled reaper).",
+)
+@click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --every: N passes.")
+@global_options
+@click.pass_context
+def reap(ctx: click.Context, bucket: str | None, every: float | None, count: int | None) -> None:
+    """Reclaim expired leases: requeue their jobs, or dead-letter them when retries are spent.
+
+    A lease is expired when its worker has not renewed it for longer than
+    the visibility timeout, by the S3 server's clock. Give --visibility-timeout
+    (or PAIL_VISIBILITY_TIMEOUT) the same value as your workers.
+    """
+    opts = options(ctx)
+    pail = opts.connect(resolve_bucket(bucket))
+    out = opts.output()
+    passes = 1 if every is None else count
+    done = 0
+    try:
+        while passes is None or done < passes:
+            if done:
+                time.sleep(every or 0)
+            report = pail.reap()
+            done += 1
+            out.result(dataclasses.asdict(report), lambda report=report: render_reap(out, report))
+    except KeyboardInterrupt:
+        if every is None:
+            raise

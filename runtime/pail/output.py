@@ -1,0 +1,153 @@
+"""How the ``pail`` command talks: Rich for people, JSON for scripts, one line per error.
+
+Every command renders through an ``Output``. In human mode it prints Rich
+tables and coloured states (plain text when stdout is not a terminal); with
+``--json`` it prints exactly one JSON document per result on stdout, so
+``pail status jobs ID --json | jq .state`` works. Errors always go to stderr
+as a single ``error: ...`` line, whatever the mode.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+STATE_STYLES = {
+    "pending": "yellow",
+    "running": "cyan",
+    "done": "green",
+    "failed": "red",
+}
+
+
+def to_json_text(data: Any) -> str:
+    """One line of JSON; datetimes become ISO 8601 strings.
+
+    >>> to_json_text({"n": 1})
+    '{"n": 1}'
+    """
+    return json.dumps(data, default=_default, ensure_ascii=False)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def state_text(state: str) -> str:
+    """Rich markup for a job state, coloured by state."""
+    style = STATE_STYLES.get(state, "white")
+    return f"[bold {style}]{escape(state)}[/]"
+
+
+def age(moment: datetime | None, now: datetime | None = None) -> str:
+    """A short, human duration since ``moment``: ``"4s"``, ``"3m 12s"``, ``"2h 5m"``, ``"3d 4h"``.
+
+    >>> from datetime import timedelta
+    >>> now = datetime(2025, 1, 1, tzinfo=UTC)
+    >>> age(now - timedelta(seconds=192), now)
+    '3m 12s'
+    """
+    if moment is None:
+        return "-"
+    now = now or datetime.now(UTC)
+    seconds = max(0, int((now - moment).total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def when(moment: datetime | None) -> str:
+    """``moment`` as a second-resolution UTC timestamp with its age, or ``-``."""
+    if moment is None:
+        return "-"
+    stamp = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} ({age(moment)} ago)"
+
+
+class Output:
+    """Renders results and errors for one invocation of the ``pail`` command.
+
+    >>> out = Output(json_mode=True)
+    >>> out.result({"id": "01J..."}, lambda: None)
+    {"id": "01J..."}
+    """
+
+    def __init__(self, *, json_mode: bool = False, debug: bool = False) -> None:
+        self.json_mode = json_mode
+        self.debug = debug
+        # No file given: Rich resolves sys.stdout / sys.stderr at print time,
+        # so a redirected stream (a pipe, a test runner) is honoured.
+        self.console = Console(highlight=False)
+        self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    @property
+    def interactive(self) -> bool:
+        """True when stdout is a terminal (live displays, colours)."""
+        return self.console.is_terminal
+
+    def result(self, data: Any, human: Any) -> None:
+        """Print ``data`` as JSON in ``--json`` mode, else call ``human()`` to render it."""
+        if self.json_mode:
+            self.line(to_json_text(data))
+        else:
+            human()
+
+    def line(self, text: str) -> None:
+        """A plain line on stdout, never wrapped or styled: ids, URLs, JSON."""
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    def print(self, *renderables: Any, **options: Any) -> None:
+        self.console.print(*renderables, **options)
+
+    def note(self, text: str) -> None:
+        """A human remark on stderr (hints, progress) that never pollutes piped stdout."""
+        self.errors.print(text, style="dim")
+
+    def error(self, message: str) -> None:
+        """The one-line error report: ``error: <cause>`` on stderr."""
+        first, *rest = str(message).strip().splitlines() or [""]
+        text = first if not rest else f"{first} ..."
+        self.errors.print(f"[bold red]error:[/] {escape(text)}")
+
+    def key_values(self, rows: Iterable[tuple[str, Any]], title: str | None = None) -> None:
+        """A two-column table of labelled values (markup allowed in values)."""
+        table = Table(
+            show_header=False, box=None, title=title, title_justify="left", pad_edge=False
+        )
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(overflow="fold")
+        for key, value in rows:
+            table.add_row(key, value if isinstance(value, str) else escape(str(value)))
+        self.console.print(table)
+
+    def pretty_json(self, data: Any) -> None:
+        """Indented JSON for people (a result, a payload)."""
+        self.line(json.dumps(data, indent=2, default=_default, ensure_ascii=False))
+
+
+def compact(value: Any, limit: int = 80) -> str:
+    """``value`` as one line of JSON, cut to ``limit`` characters.
+
+    >>> compact({"report_id": "q2"})
+    '{"report_id": "q2"}'
+    """
+    text = value if isinstance(value, str) else to_json_text(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
