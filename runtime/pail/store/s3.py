@@ -249,6 +249,8 @@ class S3Store:
                 if code == "ConditionalRequestConflict" or status == 409:
                     time.sleep(random.uniform(0, 0.05 * 2**attempt))
                     continue
+                if code == "NoSuchBucket":
+                    raise  # a 404 too, but no failed condition: _translated names the bucket
                 if conditional and (code == "PreconditionFailed" or status == 412):
                     raise ConditionFailedError(key) from exc
                 if conditional and (code in _MISSING_KEY_CODES or status == 404):
