@@ -1,0 +1,100 @@
+"""The example app that ``cdk synth`` / ``cdk deploy`` run (see ``cdk.json``).
+
+It deploys what the README describes:
+
+* ``Jobs``: a ``PailQueue`` (bucket, reaper, alarms) worked by a Lambda
+  function running ``examples/handlers/report.py``;
+* ``Exports``: a second queue in the same bucket, under the ``exports``
+  namespace, worked by one-shot Fargate tasks built from ``infra/Dockerfile``.
+
+cdk-nag's AWS Solutions checks run on every synth; a finding that is not
+acknowledged (next to its resource, with a reason) fails the synth.
+
+``build_app()`` is what the tests call, with the same ``cdk.json`` context, so
+a test synth and a CLI synth produce the same templates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_lambda as lambda_
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from pail_cdk import PailFargateWorker, PailQueue, PailWorkerFunction
+
+ROOT = Path(__file__).resolve().parents[1]
+HANDLERS = ROOT / "examples" / "handlers"
+STACK_NAME = "PailExample"
+
+# The worker image's build context is the repository root; only what the
+# Dockerfile copies is staged into the cloud assembly.
+IMAGE_CONTEXT_EXCLUDES = [
+    "*",
+    "!pyproject.toml",
+    "!README.md",
+    "!runtime",
+    "!examples/handlers",
+    "!infra/Dockerfile",
+    "**/__pycache__",
+    "**/*.egg-info",
+]
+
+
+def cdk_json_context(root: Path = ROOT) -> dict[str, Any]:
+    """The ``context`` of ``cdk.json``: feature flags and CLI settings."""
+    context: dict[str, Any] = json.loads((root / "cdk.json").read_text())["context"]
+    return context
+
+
+class PailExampleStack(Stack):
+    """A Lambda-worked queue and a Fargate-worked queue sharing one bucket."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(
+            scope, construct_id, description="pail example: job queues in one S3 bucket"
+        )
+        self.jobs = PailQueue(self, "Jobs")
+        self.worker = PailWorkerFunction(
+            self,
+            "ReportWorker",
+            queue=self.jobs,
+            handler="report.handler",
+            code=lambda_.Code.from_asset(str(HANDLERS), exclude=["__pycache__"]),
+        )
+        self.exports = PailQueue(self, "Exports", bucket=self.jobs.bucket, namespace="exports")
+        self.fargate = PailFargateWorker(
+            self,
+            "ExportTask",
+            queue=self.exports,
+            handler="report:run",
+            image=ecs.ContainerImage.from_asset(
+                str(ROOT), file="infra/Dockerfile", exclude=IMAGE_CONTEXT_EXCLUDES
+            ),
+        )
+
+
+def build_app(outdir: str | None = None) -> App:
+    """The example app with the ``cdk.json`` context and cdk-nag attached (not yet synthesised)."""
+    # analytics_reporting=False matches `"versionReporting": false` in cdk.json.
+    app = App(context=cdk_json_context(), outdir=outdir, analytics_reporting=False)
+    PailExampleStack(app, STACK_NAME)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

@@ -1,0 +1,123 @@
+"""Who may do what to which prefix of a queue: the grants, written down as data.
+
+Each role's access is a table from a key prefix (``pail.keys``) to S3 actions,
+derived from the protocol (``docs/protocol.md`` and ``pail.protocol``):
+
+* **Producers** create ``queue/{id}``: ``s3:PutObject`` on ``queue/*``, nothing else.
+* **Workers** read and write every state of their queue: a claim reads the
+  pending entry, creates the ``run/`` lease and deletes the pending entry; a
+  heartbeat rewrites the lease; settling writes ``done/`` or the ``dlq/``
+  record (and a retry writes ``queue/``); finishing an interrupted redrive
+  deletes a dead marker under ``done/`` and its ``dlq/`` record. Claims list
+  ``queue/``.
+* **The reaper** lists ``run/`` for expired leases and every prefix for the
+  depth metrics; it fences and deletes leases, requeues under ``queue/`` and
+  dead-letters under ``done/`` and ``dlq/``. It never deletes a pending entry,
+  a result or a dead letter.
+* **Result readers** get ``done/{id}``.
+
+Two S3 rules shape the statements:
+
+* A conditional write (``If-None-Match``, ``If-Match``) needs only
+  ``s3:PutObject``, a conditional delete only ``s3:DeleteObject``; a HEAD is a
+  ``s3:GetObject``.
+* S3 answers a GET or HEAD of a missing key with 403 instead of 404 unless the
+  caller may list that key; it evaluates ``s3:prefix`` as the key itself. The
+  runtime reads "missing" as a state (a pending result, a free lease), so
+  whoever may read a prefix may also list it: ``s3:ListBucket`` on the bucket,
+  with an ``s3:prefix`` condition naming exactly those prefixes.
+
+No statement names the bucket's objects as a whole (``bucket/*``): every object
+ARN ends in ``{namespace}/{prefix}*``, where the wildcard is a job id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from pail.keys import ALL_PREFIXES, DLQ, DONE, QUEUE, RUN, Keys
+from pail_cdk import nag
+
+GET = "s3:GetObject"
+PUT = "s3:PutObject"
+DELETE = "s3:DeleteObject"
+LIST = "s3:ListBucket"
+
+_READ_WRITE_DELETE = (GET, PUT, DELETE)
+_READ_WRITE = (GET, PUT)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The S3 actions one role needs on each prefix of a queue, and which prefixes it lists."""
+
+    objects: Mapping[str, tuple[str, ...]]
+    lists: tuple[str, ...] = field(default=())
+
+
+ENQUEUE = Access(objects={QUEUE: (PUT,)})
+CONSUME = Access(objects=dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), lists=ALL_PREFIXES)
+REAP = Access(
+    objects={QUEUE: _READ_WRITE, RUN: _READ_WRITE_DELETE, DONE: _READ_WRITE, DLQ: _READ_WRITE},
+    lists=ALL_PREFIXES,
+)
+READ_RESULTS = Access(objects={DONE: (GET,)}, lists=(DONE,))
+READ_STATUS = Access(objects=dict.fromkeys(ALL_PREFIXES, (GET,)), lists=ALL_PREFIXES)
+
+_WILDCARD_REASON = (
+    "Object ARNs are scoped to this pail queue's '{prefixes}' key prefixes; the trailing "
+    "wildcard stands for the job id, which is only known at run time."
+)
+
+
+def grant(bucket: s3.IBucket, keys: Keys, grantee: iam.IGrantable, access: Access) -> iam.Grant:
+    """Give ``grantee`` exactly ``access`` on the queue ``keys`` in ``bucket``.
+
+    Prefixes that need the same actions share one statement. The IAM5 findings
+    for the prefix wildcards are acknowledged on the grantee, with the reason.
+    """
+    by_actions: dict[tuple[str, ...], list[str]] = {}
+    for prefix, actions in access.objects.items():
+        by_actions.setdefault(tuple(sorted(actions)), []).append(prefix)
+    grants: list[iam.Grant] = []
+    object_arns: list[str] = []
+    for actions, prefixes in by_actions.items():
+        arns = [bucket.arn_for_objects(f"{keys.prefix(prefix)}*") for prefix in prefixes]
+        object_arns.extend(arns)
+        grants.append(
+            iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=arns)
+        )
+    if access.lists:
+        grants.append(
+            iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=[LIST],
+                resource_arns=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": list_patterns(keys, access.lists)}},
+            )
+        )
+    if bucket.encryption_key is not None:
+        if any(PUT in actions for actions in access.objects.values()):
+            grants.append(bucket.encryption_key.grant_encrypt_decrypt(grantee))
+        else:
+            grants.append(bucket.encryption_key.grant_decrypt(grantee))
+    principal = grantee.grant_principal
+    if isinstance(principal, Construct):
+        names = ", ".join(keys.prefix(prefix) for prefix in access.objects)
+        nag.acknowledge_wildcard_resources(
+            principal, object_arns, _WILDCARD_REASON.format(prefixes=names)
+        )
+    combined = grants[0]
+    for other in grants[1:]:
+        combined = combined.combine(other)
+    return combined
+
+
+def list_patterns(keys: Keys, prefixes: tuple[str, ...]) -> list[str]:
+    """The ``s3:prefix`` values that let a role list (and HEAD) exactly ``prefixes``."""
+    return [f"{keys.prefix(prefix)}*" for prefix in prefixes]

@@ -1,0 +1,271 @@
+"""``PailFargateWorker``: pail workers as Fargate tasks, for jobs longer than a Lambda allows.
+
+Two modes:
+
+* ``once`` (default): each task runs ``pail work-once --handler module:function``
+  and exits. An EventBridge rule on *Object Created* under ``queue/`` starts a
+  task per enqueued job (ECS RunTask target), and a schedule starts one as a
+  safety net. Nothing runs, and nothing is billed, while the queue is empty.
+* ``service``: an ECS service keeps ``desired_count`` tasks running
+  ``pail work --handler module:function``, polling the queue.
+
+The image must have the ``pail`` console script on its ``PATH`` and the
+handler's module importable; its own entry point, if any, must run the command
+it is given. ``infra/Dockerfile`` builds such an image from this repository.
+
+Without a ``cluster``, one is created in a new VPC with public subnets only
+and no NAT gateway (a NAT gateway costs more per month than most queues'
+compute): tasks get a public IP for ECR and CloudWatch Logs, reach S3 through a
+gateway endpoint, and accept no inbound traffic. Rejected traffic is logged
+(VPC flow logs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from pail import config
+from pail_cdk import nag
+from pail_cdk.queue import PailQueue, merge_environment, seconds
+
+DEFAULT_SCHEDULE = Duration.minutes(5)
+DEFAULT_STOP_TIMEOUT = Duration.seconds(120)
+_HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+ECS2_REASON = (
+    "The container's environment holds only non-secret settings (bucket name, queue "
+    "namespace, timeouts, handler path); the task role provides the credentials."
+)
+
+ECR_TOKEN_REASON = (
+    "ecr:GetAuthorizationToken has no resource-level permissions: IAM requires Resource '*'. "
+    "Pulling layers is limited to the image's repository in the statement beside it."
+)
+TAG_TASKS_REASON = (
+    "The EventBridge RunTask target tags the tasks it starts (ecs:TagResource); task ids "
+    "are only known once started, so the ARN is limited to this cluster's tasks."
+)
+
+
+class FargateWorkerMode(StrEnum):
+    """How a ``PailFargateWorker`` runs: one job per task, or a long-running service."""
+
+    ONCE = "once"
+    SERVICE = "service"
+
+
+class PailFargateWorker(Construct):
+    """Fargate tasks that work the jobs of a ``PailQueue`` with the user's handler.
+
+    ::
+
+        PailFargateWorker(
+            self, "Exports", queue=queue, handler="report:run",
+            image=ecs.ContainerImage.from_asset(".", file="infra/Dockerfile"),
+        )
+
+    Attributes: ``cluster``, ``task_definition``, ``container``, ``log_group``,
+    ``security_group``, ``enqueue_rule`` and ``schedule_rule`` (``once`` mode),
+    ``service`` (``service`` mode); attributes of the other mode are None.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        queue: PailQueue,
+        image: ecs.ContainerImage,
+        handler: str,
+        cluster: ecs.ICluster | None = None,
+        mode: FargateWorkerMode | str = FargateWorkerMode.ONCE,
+        cpu: int = 256,
+        memory_limit_mib: int = 512,
+        cpu_architecture: ecs.CpuArchitecture = ecs.CpuArchitecture.X86_64,
+        max_jobs: int | None = None,
+        time_budget: Duration | None = None,
+        trigger_on_enqueue: bool = True,
+        schedule: Duration | None = DEFAULT_SCHEDULE,
+        desired_count: int = 1,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        assign_public_ip: bool | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        stop_timeout: Duration = DEFAULT_STOP_TIMEOUT,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create the task definition and what starts it; every argument is keyword-only.
+
+        :param queue: the queue to work.
+        :param image: an image with the ``pail`` command and the handler's module.
+        :param handler: the job handler, as ``module:function``.
+        :param cluster: the ECS cluster; default: a new one in a new NAT-less VPC.
+        :param mode: ``once`` (a task per job, started by events) or ``service``.
+        :param cpu: task CPU units.
+        :param memory_limit_mib: task memory in MiB.
+        :param cpu_architecture: the image's CPU architecture.
+        :param max_jobs: the most jobs one task works; None for no cap.
+        :param time_budget: stop claiming jobs after this long; None for no budget.
+        :param trigger_on_enqueue: ``once`` mode: start a task on Object Created under ``queue/``.
+        :param schedule: ``once`` mode: also start a task this often; None for no schedule.
+        :param desired_count: ``service`` mode: how many tasks run.
+        :param vpc_subnets: where tasks run; default: the cluster VPC's public subnets when
+            this construct created the VPC, else its private subnets.
+        :param security_groups: default: a new group with no inbound rules.
+        :param assign_public_ip: default: True when this construct created the VPC.
+        :param log_retention: how long the task logs are kept.
+        :param stop_timeout: how long a stopping task has to finish its job after SIGTERM.
+        :param environment: more environment variables for the handler.
+        """
+        super().__init__(scope, construct_id)
+        if not _HANDLER.match(handler):
+            raise ValueError(f"handler must look like 'module:function', got {handler!r}")
+        self.mode = FargateWorkerMode(mode)
+        if max_jobs is not None and max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1 or None, got {max_jobs}")
+
+        own_network = cluster is None
+        self.cluster: ecs.ICluster = cluster if cluster is not None else self._new_cluster()
+        if vpc_subnets is None:
+            subnet_type = (
+                ec2.SubnetType.PUBLIC if own_network else ec2.SubnetType.PRIVATE_WITH_EGRESS
+            )
+            vpc_subnets = ec2.SubnetSelection(subnet_type=subnet_type)
+        public_ip = own_network if assign_public_ip is None else assign_public_ip
+        self.security_group: ec2.ISecurityGroup | None = None
+        if security_groups is None:
+            self.security_group = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=self.cluster.vpc,
+                description="pail Fargate workers: no inbound traffic",
+                allow_all_outbound=True,
+            )
+            security_groups = [self.security_group]
+
+        self.task_definition = ecs.FargateTaskDefinition(
+            self,
+            "TaskDefinition",
+            cpu=cpu,
+            memory_limit_mib=memory_limit_mib,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=cpu_architecture,
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
+        )
+        queue.grant_consume(self.task_definition.task_role)
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
+        runtime_env = {config.ENV_HANDLER: handler}
+        if max_jobs is not None:
+            runtime_env[config.ENV_MAX_JOBS] = str(max_jobs)
+        if time_budget is not None:
+            runtime_env[config.ENV_TIME_BUDGET] = seconds(time_budget)
+        entry_point = "work-once" if self.mode is FargateWorkerMode.ONCE else "work"
+        self.container = self.task_definition.add_container(
+            "worker",
+            image=image,
+            command=["pail", entry_point, "--handler", handler],
+            environment=merge_environment(environment, queue.environment, runtime_env),
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="pail", log_group=self.log_group),
+            stop_timeout=stop_timeout,
+        )
+        nag.acknowledge(self.task_definition, nag.ECS2, ECS2_REASON)
+        nag.acknowledge(
+            self.task_definition.obtain_execution_role(),
+            f"{nag.IAM5}[Resource::*]",
+            ECR_TOKEN_REASON,
+        )
+
+        self.enqueue_rule: events.Rule | None = None
+        self.schedule_rule: events.Rule | None = None
+        self.service: ecs.FargateService | None = None
+        if self.mode is FargateWorkerMode.SERVICE:
+            self.service = ecs.FargateService(
+                self,
+                "Service",
+                cluster=self.cluster,
+                task_definition=self.task_definition,
+                desired_count=desired_count,
+                vpc_subnets=vpc_subnets,
+                security_groups=list(security_groups),
+                assign_public_ip=public_ip,
+                circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+                min_healthy_percent=100,
+                max_healthy_percent=200,
+            )
+            return
+
+        def run_task() -> targets.EcsTask:
+            return targets.EcsTask(
+                cluster=self.cluster,
+                task_definition=self.task_definition,
+                task_count=1,
+                subnet_selection=vpc_subnets,
+                security_groups=list(security_groups),
+                assign_public_ip=public_ip,
+                platform_version=ecs.FargatePlatformVersion.LATEST,
+            )
+
+        if trigger_on_enqueue:
+            self.enqueue_rule = events.Rule(
+                self,
+                "OnEnqueue",
+                description=f"Starts a pail task when a job is enqueued on {queue.queue_dimension!r}.",
+                event_pattern=queue.enqueued_event_pattern(),
+                targets=[run_task()],
+            )
+        if schedule is not None:
+            self.schedule_rule = events.Rule(
+                self,
+                "Schedule",
+                description=f"Starts a pail task for {queue.queue_dimension!r} on a schedule.",
+                schedule=events.Schedule.rate(schedule),
+                targets=[run_task()],
+            )
+        self._acknowledge_events_role()
+
+    def _acknowledge_events_role(self) -> None:
+        role = self.task_definition.node.try_find_child("EventsRole")
+        if role is None:
+            return
+        stack = Stack.of(self)
+        cluster = nag.render_for_nag(stack.resolve(self.cluster.cluster_name))
+        arn = f"arn:<AWS::Partition>:ecs:<AWS::Region>:*:task/{cluster}/*"
+        nag.acknowledge(role, f"{nag.IAM5}[Resource::{arn}]", TAG_TASKS_REASON)
+
+    def _new_cluster(self) -> ecs.Cluster:
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC)
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
+            },
+            flow_logs={
+                "Rejected": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+                    traffic_type=ec2.FlowLogTrafficType.REJECT,
+                )
+            },
+        )
+        return ecs.Cluster(
+            self,
+            "Cluster",
+            vpc=vpc,
+            container_insights_v2=ecs.ContainerInsights.ENABLED,
+        )

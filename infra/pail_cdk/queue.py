@@ -1,0 +1,407 @@
+"""``PailQueue``: the bucket of a pail queue, its reaper, its alarms and its grants."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Annotations, Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from pail import config, metrics_names
+from pail.keys import DLQ, DONE, QUEUE, Keys, validate_namespace
+from pail_cdk import access, nag
+from pail_cdk.alarms import QueueAlarms, create_queue_alarms
+from pail_cdk.bundling import LAMBDA_RUNTIME, PYTHON_VERSION, pail_layers, powertools_environment
+
+REAPER_HANDLER = "pail.aws.reaper.handler"
+"""The runtime's reaper Lambda handler, as ``module.function``."""
+
+DEFAULT_VISIBILITY_TIMEOUT = Duration.seconds(config.DEFAULT_VISIBILITY_TIMEOUT)
+DEFAULT_RESULT_TTL = Duration.days(7)
+DEFAULT_DLQ_RETENTION = Duration.days(30)
+DEFAULT_REAPER_SCHEDULE = Duration.minutes(1)
+DEFAULT_REAPER_TIMEOUT = Duration.seconds(60)
+DEFAULT_OLDEST_PENDING_THRESHOLD = Duration.minutes(15)
+
+_LAMBDA_MAX_TIMEOUT = Duration.minutes(15)
+_EVENT_AGE_BOUNDS = (60, 6 * 3600)
+
+L1_REASON = (
+    f"The pail runtime layer is built for Python {PYTHON_VERSION}, the oldest Python pail "
+    "supports; functions and layer move to a newer runtime together, deliberately."
+)
+S1_REASON = (
+    "A pail bucket takes several requests per job (claims, lease heartbeats every "
+    "visibility_timeout/3, settles), so server access logs would grow with every lease "
+    "renewal; pass server_access_logs_bucket in bucket_props, or enable CloudTrail S3 data "
+    "events, where an audit trail is required."
+)
+
+
+def seconds(duration: Duration) -> str:
+    """A duration as the environment variables spell it: whole seconds, or a decimal."""
+    value = duration.to_seconds(integral=False)
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _struct_values(props: Any) -> dict[str, Any]:
+    """The keyword arguments a jsii struct (like ``s3.BucketProps``) was built with."""
+    values: dict[str, Any] = dict(props._values)
+    return values
+
+
+class PailQueue(Construct):
+    """A pail job queue: a secure bucket, the reaper on a schedule, alarms and grants.
+
+    One statement deploys the common case::
+
+        queue = PailQueue(self, "Jobs")
+        queue.grant_enqueue(api_function)
+        queue.grant_read_results(api_function)
+
+    Pass ``bucket`` to put the queue in an existing bucket (under ``namespace``,
+    several queues can share one), or ``bucket_props`` to adjust the new bucket;
+    never both. The new bucket blocks public access, enforces TLS 1.2, is
+    encrypted with S3-managed keys and is retained when the stack is deleted.
+
+    Lifecycle: results under ``done/`` expire after ``result_ttl``, dead letters
+    under ``dlq/`` after ``dlq_retention``; ``queue/`` and ``run/`` never expire,
+    since a job is never dropped. Incomplete multipart uploads are aborted
+    after a day.
+
+    Attributes: ``bucket``, ``keys``, ``namespace``, ``visibility_timeout``,
+    ``max_retries``, ``reaper_function``, ``reaper_role``, ``reaper_schedule_rule``,
+    ``alarms`` and ``layers`` (the runtime layers, for functions that need them).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket | None = None,
+        bucket_props: s3.BucketProps | None = None,
+        namespace: str = "",
+        visibility_timeout: Duration = DEFAULT_VISIBILITY_TIMEOUT,
+        max_retries: int | None = config.DEFAULT_MAX_RETRIES,
+        result_ttl: Duration | None = DEFAULT_RESULT_TTL,
+        dlq_retention: Duration | None = DEFAULT_DLQ_RETENTION,
+        cors_allowed_origins: Sequence[str] | None = None,
+        reaper_schedule: Duration = DEFAULT_REAPER_SCHEDULE,
+        reaper_timeout: Duration = DEFAULT_REAPER_TIMEOUT,
+        reaper_memory_size: int = 256,
+        architecture: lambda_.Architecture = lambda_.Architecture.ARM_64,
+        public_powertools_layer: bool = False,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        alarm_topic: sns.ITopic | None = None,
+        alarm_actions: Sequence[cloudwatch.IAlarmAction] = (),
+        oldest_pending_alarm_threshold: Duration = DEFAULT_OLDEST_PENDING_THRESHOLD,
+    ) -> None:
+        """Create the queue; every argument is keyword-only and has a secure default.
+
+        :param bucket: an existing bucket to hold the queue (not with ``bucket_props``).
+        :param bucket_props: overrides for the new bucket's secure defaults.
+        :param namespace: puts every key under ``{namespace}/`` so queues can share a bucket.
+        :param visibility_timeout: how long a lease lives without a heartbeat.
+        :param max_retries: retries before a job is dead-lettered; None retries forever.
+        :param result_ttl: how long ``done/`` results are kept; None keeps them forever.
+        :param dlq_retention: how long ``dlq/`` records are kept; None keeps them forever.
+        :param cors_allowed_origins: origins whose pages may GET results through presigned
+            URLs. Default: any origin for a new bucket (a presigned URL is the credential),
+            none for an existing one. An empty list adds no CORS rule.
+        :param reaper_schedule: how often the reaper runs (at least one minute).
+        :param reaper_timeout: the reaper's Lambda timeout, at most ``reaper_schedule``.
+        :param reaper_memory_size: the reaper's memory in MiB.
+        :param architecture: the reaper's Lambda architecture.
+        :param public_powertools_layer: use the public Powertools layer (its ARN resolved
+            from SSM at deploy time) instead of bundling Powertools in the runtime layer.
+        :param log_retention: how long the reaper's logs are kept.
+        :param alarm_topic: an SNS topic told when an alarm fires and recovers.
+        :param alarm_actions: more actions for when an alarm fires.
+        :param oldest_pending_alarm_threshold: alarm when a job waits longer than this.
+        """
+        super().__init__(scope, construct_id)
+        if bucket is not None and bucket_props is not None:
+            raise ValueError("PailQueue takes an existing bucket or bucket_props, not both")
+        self.namespace = validate_namespace(namespace)
+        self.keys = Keys(namespace)
+        config.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
+        self.visibility_timeout = visibility_timeout
+        self.max_retries = config.validate_max_retries(max_retries)
+        self.architecture = architecture
+        self.public_powertools_layer = public_powertools_layer
+        _check_reaper_timing(reaper_schedule, reaper_timeout)
+
+        if bucket is None:
+            self.bucket: s3.IBucket = self._new_bucket(bucket_props)
+            origins = ["*"] if cors_allowed_origins is None else list(cors_allowed_origins)
+        else:
+            self.bucket = bucket
+            origins = list(cors_allowed_origins or [])
+        self._configure_bucket(origins, result_ttl, dlq_retention)
+
+        self.layers = pail_layers(
+            self, architecture=architecture, public_powertools=public_powertools_layer
+        )
+        self.reaper_role, self.reaper_function = self._reaper(
+            reaper_timeout, reaper_memory_size, reaper_schedule, log_retention
+        )
+        self.reaper_schedule_rule = events.Rule(
+            self,
+            "ReaperSchedule",
+            description=f"Runs the reaper of pail queue {self.queue_dimension!r}.",
+            schedule=events.Schedule.rate(reaper_schedule),
+            targets=[targets.LambdaFunction(self.reaper_function)],
+        )
+        self.alarms: QueueAlarms = create_queue_alarms(
+            self,
+            queue_name=self.queue_dimension,
+            metric=self.metric,
+            reaper=self.reaper_function,
+            period=_alarm_period(reaper_schedule),
+            oldest_pending_threshold=oldest_pending_alarm_threshold,
+            topic=alarm_topic,
+            actions=alarm_actions,
+        )
+        self._worker_function: lambda_.IFunction | None = None
+
+    # -- the bucket ---------------------------------------------------------
+
+    def _new_bucket(self, bucket_props: s3.BucketProps | None) -> s3.Bucket:
+        props: dict[str, Any] = {
+            "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+            "enforce_ssl": True,
+            "minimum_tls_version": 1.2,
+            "encryption": s3.BucketEncryption.S3_MANAGED,
+            "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            "removal_policy": RemovalPolicy.RETAIN,
+        }
+        user = _struct_values(bucket_props) if bucket_props is not None else {}
+        # EventBridge delivery is switched on below, on the CloudFormation resource itself.
+        user.pop("event_bridge_enabled", None)
+        props.update(user)
+        bucket = s3.Bucket(self, "Bucket", **props)
+        if props.get("server_access_logs_bucket") is None and not props.get(
+            "server_access_logs_prefix"
+        ):
+            nag.acknowledge(bucket, nag.S1, S1_REASON)
+        return bucket
+
+    def _configure_bucket(
+        self, origins: list[str], result_ttl: Duration | None, dlq_retention: Duration | None
+    ) -> None:
+        bucket = self.bucket
+        if not isinstance(bucket, s3.Bucket):
+            Annotations.of(self).add_warning_v2(
+                "pail:ImportedBucket",
+                f"PailQueue cannot configure the imported bucket {bucket.node.path}: enable "
+                "its EventBridge notifications, and add lifecycle rules for done/ and dlq/ "
+                "yourself.",
+            )
+            return
+        cfn = bucket.node.default_child
+        assert isinstance(cfn, s3.CfnBucket)
+        # Set on the bucket resource itself rather than through
+        # Bucket(event_bridge_enabled=True), which manages the notification
+        # configuration with a custom resource (an extra Lambda function and role).
+        cfn.notification_configuration = s3.CfnBucket.NotificationConfigurationProperty(
+            event_bridge_configuration=s3.CfnBucket.EventBridgeConfigurationProperty(
+                event_bridge_enabled=True
+            )
+        )
+        name = self.queue_dimension
+        if result_ttl is not None:
+            bucket.add_lifecycle_rule(
+                id=f"pail-{name}-results",
+                prefix=self.keys.prefix(DONE),
+                expiration=Duration.days(result_ttl.to_days()),
+            )
+        if dlq_retention is not None:
+            bucket.add_lifecycle_rule(
+                id=f"pail-{name}-dead-letters",
+                prefix=self.keys.prefix(DLQ),
+                expiration=Duration.days(dlq_retention.to_days()),
+            )
+        bucket.add_lifecycle_rule(
+            id=f"pail-{name}-multipart",
+            prefix=self.keys.root or None,
+            abort_incomplete_multipart_upload_after=Duration.days(1),
+        )
+        if origins:
+            bucket.add_cors_rule(
+                id=f"pail-{name}-results",
+                allowed_methods=[s3.HttpMethods.GET, s3.HttpMethods.HEAD],
+                allowed_origins=origins,
+                exposed_headers=["ETag"],
+                max_age=300,
+            )
+
+    # -- the reaper ---------------------------------------------------------
+
+    def _reaper(
+        self,
+        timeout: Duration,
+        memory_size: int,
+        schedule: Duration,
+        log_retention: logs.RetentionDays,
+    ) -> tuple[iam.Role, lambda_.Function]:
+        role = iam.Role(
+            self,
+            "ReaperRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"The reaper of pail queue {self.queue_dimension!r}.",
+        )
+        log_group = logs.LogGroup(self, "ReaperLogs", retention=log_retention)
+        log_group.grant_write(role)
+        module, function = REAPER_HANDLER.rsplit(".", 1)
+        event_age = min(max(int(schedule.to_seconds()), _EVENT_AGE_BOUNDS[0]), _EVENT_AGE_BOUNDS[1])
+        reaper = lambda_.Function(
+            self,
+            "Reaper",
+            description=(
+                f"pail reaper of queue {self.queue_dimension!r}: reclaims expired leases, "
+                "emits queue metrics."
+            ),
+            runtime=LAMBDA_RUNTIME,
+            architecture=self.architecture,
+            code=lambda_.Code.from_inline(f"from {module} import {function} as handler\n"),
+            handler="index.handler",
+            layers=self.layers,
+            role=role,
+            log_group=log_group,
+            timeout=timeout,
+            memory_size=memory_size,
+            # One reaper at a time: overlapping passes are safe but wasteful.
+            reserved_concurrent_executions=1,
+            # A missed tick is not worth a retry: the next one comes in `schedule`.
+            retry_attempts=0,
+            max_event_age=Duration.seconds(event_age),
+            environment={**self.environment, **powertools_environment("pail-reaper")},
+        )
+        access.grant(self.bucket, self.keys, role, access.REAP)
+        nag.acknowledge(reaper, nag.L1, L1_REASON)
+        return role, reaper
+
+    def set_worker_function(self, function: lambda_.IFunction) -> None:
+        """Let the reaper invoke ``function`` when it finds pending jobs and no worker running.
+
+        ``PailWorkerFunction`` calls this for its function; a queue has at most one.
+        """
+        if self._worker_function is not None and self._worker_function is not function:
+            raise ValueError(
+                f"pail queue {self.queue_dimension!r} already has a worker function "
+                f"({self._worker_function.node.path}); pass register_with_reaper=False"
+            )
+        self._worker_function = function
+        self.reaper_function.add_environment(config.ENV_WORKER_FUNCTION, function.function_name)
+        # The unqualified function only: Function.grant_invoke would add every
+        # version and alias (`arn:...:function:name:*`), which the reaper never calls.
+        iam.Grant.add_to_principal(
+            grantee=self.reaper_role,
+            actions=["lambda:InvokeFunction"],
+            resource_arns=[function.function_arn],
+        )
+
+    # -- what consumers need --------------------------------------------------
+
+    @property
+    def queue_dimension(self) -> str:
+        """The queue's name in metrics and descriptions: its namespace, or ``default``."""
+        return metrics_names.queue_dimension(self.namespace)
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The environment variables that point the runtime at this queue."""
+        env = {
+            config.ENV_BUCKET: self.bucket.bucket_name,
+            config.ENV_VISIBILITY_TIMEOUT: seconds(self.visibility_timeout),
+            config.ENV_MAX_RETRIES: (
+                config.UNLIMITED if self.max_retries is None else str(self.max_retries)
+            ),
+        }
+        if self.namespace:
+            env[config.ENV_QUEUE] = self.namespace
+        return env
+
+    def enqueued_event_pattern(self) -> events.EventPattern:
+        """The EventBridge pattern of "a job was enqueued": Object Created under ``queue/``.
+
+        A retry writes ``queue/{id}`` again, so it matches too. Heartbeats and
+        results do not.
+        """
+        return events.EventPattern(
+            source=["aws.s3"],
+            detail_type=["Object Created"],
+            detail={
+                "bucket": {"name": [self.bucket.bucket_name]},
+                "object": {"key": [{"prefix": self.keys.prefix(QUEUE)}]},
+            },
+        )
+
+    def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:
+        """A metric of this queue from ``pail.metrics_names`` (props as in ``cloudwatch.Metric``)."""
+        return cloudwatch.Metric(
+            namespace=metrics_names.NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={metrics_names.DIMENSION_QUEUE: self.queue_dimension},
+            **props,
+        )
+
+    # -- grants ---------------------------------------------------------------
+
+    def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` enqueue jobs: ``s3:PutObject`` on ``queue/*``, nothing else."""
+        return access.grant(self.bucket, self.keys, grantee, access.ENQUEUE)
+
+    def grant_consume(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` work jobs: read, write and delete under this queue's four prefixes.
+
+        Plus listing those prefixes only. Nothing outside the queue's prefixes.
+        """
+        return access.grant(self.bucket, self.keys, grantee, access.CONSUME)
+
+    def grant_read_results(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read results: ``s3:GetObject`` on ``done/*``.
+
+        Plus ``s3:ListBucket`` for ``done/`` only, so a result that is not there
+        yet reads as missing (404) instead of forbidden (403).
+        """
+        return access.grant(self.bucket, self.keys, grantee, access.READ_RESULTS)
+
+    def grant_read_status(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read any job's status: ``s3:GetObject`` under the four prefixes."""
+        return access.grant(self.bucket, self.keys, grantee, access.READ_STATUS)
+
+
+def _check_reaper_timing(schedule: Duration, timeout: Duration) -> None:
+    if schedule.to_seconds() < 60:
+        raise ValueError(
+            f"reaper_schedule must be at least 1 minute, got {schedule.to_human_string()}"
+        )
+    if timeout.to_seconds() > min(schedule.to_seconds(), _LAMBDA_MAX_TIMEOUT.to_seconds()):
+        raise ValueError(
+            f"reaper_timeout ({timeout.to_human_string()}) must not exceed reaper_schedule "
+            f"({schedule.to_human_string()}) or 15 minutes: a pass must end before the next"
+        )
+
+
+def _alarm_period(schedule: Duration) -> Duration:
+    """At least one reaper run per alarm period, and at least five minutes."""
+    return Duration.seconds(max(300, int(schedule.to_seconds())))
+
+
+def merge_environment(*parts: Mapping[str, str] | None) -> dict[str, str]:
+    """Merge environment mappings; later ones win."""
+    merged: dict[str, str] = {}
+    for part in parts:
+        merged.update(part or {})
+    return merged
