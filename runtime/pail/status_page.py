@@ -1,0 +1,239 @@
+"""The job status page: a static HTML file that polls the bucket, and a tiny localhost server.
+
+The page (``pail/static/status.html``, the same bytes as
+``examples/status-page/index.html``) reads a job's four presigned status URLs
+from its fragment and polls them straight from the browser: no backend in
+the loop. ``docs/status-page.md`` documents the JSON it reads.
+
+The bucket's CORS rule must allow GET from the page's origin
+(``cors_rule``). pail's embedded local server (moto) answers CORS for every
+origin, so the page works against it as is.
+
+``serve_status_page`` is what ``pail demo --open-status ID`` uses::
+
+    url, stop = serve_status_page(pail, job_id)
+    print(f"status page: {url}")
+    ...
+    stop()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.type_defs import CORSRuleTypeDef
+
+    from pail.queue import Pail
+
+LOOPBACK = "127.0.0.1"
+STATES: tuple[str, ...] = ("pending", "running", "done", "failed")
+"""The keys of ``Pail.status_urls``, in the order the page reads them."""
+
+PAGE_PATHS = frozenset({"/", "/index.html", "/status.html"})
+
+
+def page_html() -> bytes:
+    """The status page's HTML, shipped as package data (``pail/static/status.html``)."""
+    return resources.files("pail").joinpath("static", "status.html").read_bytes()
+
+
+def page_fragment(
+    job_id: str,
+    urls: Mapping[str, str],
+    *,
+    interval: float | None = None,
+    max_interval: float | None = None,
+) -> str:
+    """The page's parameters, URL-encoded: the job id, its four status URLs, the poll delays.
+
+    ``interval`` is the first delay between polls in seconds (the page's
+    default is 1) and ``max_interval`` the ceiling its backoff grows to
+    (default 10).
+
+    >>> page_fragment("J1", {s: f"http://s3/{s}/J1?X=1" for s in STATES})[:35]
+    'id=J1&pending=http%3A%2F%2Fs3%2Fpen'
+    """
+    missing = [state for state in STATES if state not in urls]
+    if missing:
+        raise ValueError(f"status URLs are missing {', '.join(missing)}")
+    params: list[tuple[str, str]] = [("id", job_id)]
+    params += [(state, urls[state]) for state in STATES]
+    if interval is not None:
+        params.append(("interval", f"{interval:g}"))
+    if max_interval is not None:
+        params.append(("max_interval", f"{max_interval:g}"))
+    return urlencode(params)
+
+
+def status_page_url(
+    page: str,
+    job_id: str,
+    urls: Mapping[str, str],
+    *,
+    interval: float | None = None,
+    max_interval: float | None = None,
+) -> str:
+    """A link to the page at ``page`` that shows one job.
+
+    The presigned URLs go in the fragment (after ``#``), which the browser
+    never sends to the page's own host, so they stay out of its logs and
+    out of Referer headers. The page also accepts them in the query string.
+
+    >>> status_page_url("http://127.0.0.1:8000/", "J1", {s: "http://s3/x" for s in STATES})
+    'http://127.0.0.1:8000/#id=J1&pending=http%3A%2F%2Fs3%2Fx&running=http%3A%2F%2Fs3%2Fx&done=http%3A%2F%2Fs3%2Fx&failed=http%3A%2F%2Fs3%2Fx'
+    """
+    fragment = page_fragment(job_id, urls, interval=interval, max_interval=max_interval)
+    return f"{page.split('#', 1)[0]}#{fragment}"
+
+
+def cors_rule(origins: Iterable[str], *, max_age_seconds: int = 3600) -> CORSRuleTypeDef:
+    """The S3 CORS rule the page needs: GET and HEAD from ``origins``.
+
+    The page's requests are simple GETs (no custom headers), so browsers do
+    not preflight them; the rule answers preflights all the same::
+
+        client.put_bucket_cors(
+            Bucket=bucket, CORSConfiguration={"CORSRules": [cors_rule(["https://app.example"])]}
+        )
+    """
+    allowed = list(origins)
+    if not allowed:
+        raise ValueError("a CORS rule needs at least one origin")
+    return {
+        "AllowedMethods": ["GET", "HEAD"],
+        "AllowedOrigins": allowed,
+        "MaxAgeSeconds": max_age_seconds,
+    }
+
+
+class _PageHandler(BaseHTTPRequestHandler):
+    server: _PageHTTPServer
+
+    def do_GET(self) -> None:
+        self._answer(with_body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(with_body=False)
+
+    def _answer(self, *, with_body: bool) -> None:
+        path = self.path.split("?", 1)[0]
+        if path not in PAGE_PATHS:
+            self.send_error(404)
+            return
+        body = self.server.html
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        if with_body:
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the demo's terminal is for the demo."""
+
+
+class _PageHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], html: bytes) -> None:
+        super().__init__(address, _PageHandler)
+        self.html = html
+
+
+class StatusPageServer:
+    """Serves the status page on ``host`` (loopback by default) from a background thread.
+
+    >>> with StatusPageServer() as server:  # doctest: +SKIP
+    ...     print(server.url)
+    http://127.0.0.1:53124/
+    """
+
+    def __init__(self, *, host: str = LOOPBACK, port: int = 0, html: bytes | None = None) -> None:
+        self._host = host
+        self._port = port
+        self._html = page_html() if html is None else html
+        self._server: _PageHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def origin(self) -> str:
+        """``http://host:port``: what the bucket's CORS rule must allow."""
+        if self._server is None:
+            raise RuntimeError("the status page server is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def url(self) -> str:
+        """The page's address (add a fragment with ``status_page_url``)."""
+        return f"{self.origin}/"
+
+    def start(self) -> StatusPageServer:
+        if self._server is None:
+            self._server = _PageHTTPServer((self._host, self._port), self._html)
+            # A short poll interval: shutdown() waits up to one interval.
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="pail-status-page",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        thread, self._thread = self._thread, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join()
+
+    def __enter__(self) -> StatusPageServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def serve_status_page(
+    pail: Pail,
+    job_id: str,
+    *,
+    host: str = LOOPBACK,
+    port: int = 0,
+    expires_in: int = 3600,
+    interval: float | None = None,
+    max_interval: float | None = None,
+) -> tuple[str, Callable[[], None]]:
+    """Serve the page on localhost and return ``(url, stop)``: the link to one job, and a stopper.
+
+    The link carries presigned URLs valid ``expires_in`` seconds. Once loaded,
+    the page talks to the bucket only, but keep the server up while people
+    may still open or reload the link; call ``stop()`` when done.
+    ``interval`` and ``max_interval`` set the page's polling (``page_fragment``).
+
+    >>> url, stop = serve_status_page(pail, job_id)  # doctest: +SKIP
+    >>> webbrowser.open(url)                          # doctest: +SKIP
+    >>> stop()                                        # doctest: +SKIP
+    """
+    urls = pail.status_urls(job_id, expires_in)
+    server = StatusPageServer(host=host, port=port).start()
+    link = status_page_url(server.url, job_id, urls, interval=interval, max_interval=max_interval)
+    return link, server.stop
