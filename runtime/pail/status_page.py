@@ -93,8 +93,10 @@ def status_page_url(
     return f"{page.split('#', 1)[0]}#{fragment}"
 
 
-def cors_rule(origins: Iterable[str], *, max_age_seconds: int = 3600) -> CORSRuleTypeDef:
+def cors_rule(origins: Iterable[str], *, max_age_seconds: int = 300) -> CORSRuleTypeDef:
     """The S3 CORS rule the page needs: GET and HEAD from ``origins``.
+
+    It is the rule the ``PailQueue`` construct adds (``cors_allowed_origins``).
 
     The page's requests are simple GETs (no custom headers), so browsers do
     not preflight them; the rule answers preflights all the same::
@@ -109,6 +111,7 @@ def cors_rule(origins: Iterable[str], *, max_age_seconds: int = 3600) -> CORSRul
     return {
         "AllowedMethods": ["GET", "HEAD"],
         "AllowedOrigins": allowed,
+        "ExposeHeaders": ["ETag"],
         "MaxAgeSeconds": max_age_seconds,
     }
 
