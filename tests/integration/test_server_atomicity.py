@@ -68,7 +68,7 @@ def target(request: pytest.FixtureRequest) -> Target:
         moto: LocalS3 = request.getfixturevalue("s3_server")
         return Target("moto", moto.connect_kwargs(), create_rounds=20, swap_rounds=20)
     seaweed: SeaweedS3 = request.getfixturevalue("seaweed_server")
-    return Target("seaweed", seaweed.connect_kwargs(), create_rounds=2, swap_rounds=3)
+    return Target("seaweed", seaweed.connect_kwargs(), create_rounds=2, swap_rounds=2)
 
 
 def _new_bucket(client: S3Client, name: str) -> str:
