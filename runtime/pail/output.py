@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 STATE_STYLES = {
     "pending": "yellow",
@@ -95,6 +96,8 @@ class Output:
         # so a redirected stream (a pipe, a test runner) is honoured.
         self.console = Console(highlight=False)
         self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
+        # In a pipe or a log, a long line stays one line: no wrapping at 80.
+        self.console.soft_wrap = not self.console.is_terminal
 
     @property
     def interactive(self) -> bool:
@@ -127,7 +130,20 @@ class Output:
         self.errors.print(f"[bold red]error:[/] {escape(text)}")
 
     def key_values(self, rows: Iterable[tuple[str, Any]], title: str | None = None) -> None:
-        """A two-column table of labelled values (markup allowed in values)."""
+        """A two-column table of labelled values (markup allowed in values).
+
+        Off a terminal it prints ``label  value`` lines, unwrapped and
+        unpadded, which grep and CI logs handle better than a table.
+        """
+        rows = list(rows)
+        if not self.console.is_terminal:
+            width = max((len(key) for key, _ in rows), default=0)
+            if title:
+                self.line(title)
+            for key, value in rows:
+                text = Text.from_markup(value).plain if isinstance(value, str) else str(value)
+                self.line(f"{key:<{width}}  {text}".rstrip())
+            return
         table = Table(
             show_header=False, box=None, title=title, title_justify="left", pad_edge=False
         )

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pail.cli.app import cli
 from pail.cli.dlq import dlq
 from pail.cli.jobs import enqueue, result, status, url
-from pail.cli.local import server
+from pail.cli.local import demo, server
 from pail.cli.operate import reap, stats
+from pail.cli.workers import work, work_once
 
-for command in (enqueue, status, result, url, stats, dlq, reap, server):
+for command in (enqueue, status, result, url, stats, dlq, reap, work, work_once, server, demo):
     cli.add_command(command)
 
 

@@ -55,13 +55,13 @@ class PailGroup(click.Group):
             _fail(ctx, exc, f"unexpected {type(exc).__name__}: {exc}", ExitCode.ERROR)
 
 
-def _fail(ctx: click.Context, exc: BaseException, message: str, code: ExitCode) -> None:
+def _fail(ctx: click.Context, exc: BaseException, message: str, code: int) -> None:
     opts = options(ctx)
     out = opts.output()
     if opts.debug:
         traceback.print_exception(exc)
     out.error(message)
-    if code is ExitCode.ERROR and not opts.debug:
+    if code == ExitCode.ERROR and not opts.debug:
         out.note("(run again with --debug for the traceback)")
     raise click.exceptions.Exit(code) from None
 

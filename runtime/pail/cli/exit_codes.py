@@ -44,12 +44,12 @@ work / work-once exit with the runner's codes: see `pail work --help`."""
 class CommandError(PailError):
     """A command's own failure, with the exit code it ends with."""
 
-    def __init__(self, message: str, code: ExitCode = ExitCode.ERROR) -> None:
+    def __init__(self, message: str, code: int = ExitCode.ERROR) -> None:
         super().__init__(message)
         self.code = code
 
 
-def exit_code_for(error: PailError) -> ExitCode:
+def exit_code_for(error: PailError) -> int:
     """The exit code a ``PailError`` ends the command with.
 
     >>> exit_code_for(JobNotFoundError("x"))

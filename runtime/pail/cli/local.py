@@ -53,3 +53,60 @@ def server(ctx: click.Context, host: str, port: int) -> None:
         raise CommandError(
             f"the local server needs moto: pip install 'pailq[local]' ({exc})", ExitCode.USAGE
         ) from exc
+
+
+@click.command()
+@click.option("--jobs", type=click.IntRange(min=10, max=5000), default=200, show_default=True)
+@click.option("--workers", type=click.IntRange(min=2, max=16), default=4, show_default=True)
+@click.option(
+    "--lease",
+    "visibility_timeout",
+    type=click.FloatRange(min=1.0, max=30.0),
+    default=3.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The workers' visibility timeout: how soon a killed worker's lease expires.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), help="Server port [default: a free one].")
+@click.option("--seed", type=int, default=7, show_default=True, help="Seed of the job batch.")
+@click.option(
+    "--hold/--no-hold",
+    default=None,
+    help="Keep the server up after the summary until Enter [default: when on a terminal].",
+)
+@global_options
+@click.pass_context
+def demo(
+    ctx: click.Context,
+    jobs: int,
+    workers: int,
+    visibility_timeout: float,
+    port: int | None,
+    seed: int,
+    hold: bool | None,
+) -> None:
+    """Run the queue end to end on this machine: no AWS account, no internet.
+
+    Starts the embedded S3 server, enqueues a batch of report and simulation
+    jobs (a few flaky, one poison), runs worker processes and the reaper,
+    kills one worker mid-job, and shows every job accounted for. Exits 1 if
+    any job is unaccounted for.
+    """
+    import sys
+
+    from pail.demo import DemoOptions, run_demo
+
+    opts = options(ctx)
+    if hold is None:
+        hold = sys.stdin.isatty() and sys.stdout.isatty() and not opts.json
+    run_demo(
+        DemoOptions(
+            jobs=jobs,
+            workers=workers,
+            visibility_timeout=visibility_timeout,
+            port=port,
+            seed=seed,
+            hold=hold,
+        ),
+        opts.output(),
+    )

@@ -1,0 +1,142 @@
+"""The demo's worker processes: start them, kill one, and always stop them all.
+
+Each worker is a separate process (``spawn``: no locks or threads inherited
+from the demo) that runs ``pail.runner.run``, the same loop as ``pail work``
+and the Fargate task, with the demo's handler. Their output goes to a log
+file, not to the demo's display.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import TracebackType
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """Everything a demo worker process needs (it is pickled to the child)."""
+
+    bucket: str
+    connect: dict[str, str]
+    visibility_timeout: float
+    max_retries: int | None
+    ledger: str
+    log_dir: str
+    # A worker that outlives its demo (the demo itself was SIGKILLed) still exits.
+    time_budget: float = 300.0
+    poll_interval: float = 0.5
+
+
+def worker_main(spec: WorkerSpec, number: int) -> None:
+    """The body of demo worker ``number``: run jobs until SIGTERM or the time budget."""
+    log_path = Path(spec.log_dir) / f"worker-{number}.log"
+    log_file = log_path.open("a", buffering=1)
+    os.dup2(log_file.fileno(), 1)
+    os.dup2(log_file.fileno(), 2)
+    logging.basicConfig(
+        stream=log_file,
+        level=logging.INFO,
+        format=f"%(asctime)s worker-{number} pid={os.getpid()} %(levelname)s %(message)s",
+    )
+    from pail import runner
+    from pail.demo_jobs import handle
+    from pail.queue import Pail
+
+    pail = Pail.connect(
+        spec.bucket,
+        endpoint_url=spec.connect["endpoint_url"],
+        access_key_id=spec.connect["access_key_id"],
+        secret_access_key=spec.connect["secret_access_key"],
+        region=spec.connect["region"],
+        visibility_timeout=spec.visibility_timeout,
+        max_retries=spec.max_retries,
+    )
+    summary = runner.run(
+        pail,
+        functools.partial(handle, ledger=Path(spec.ledger)),
+        once=False,
+        time_budget=spec.time_budget,
+        poll_interval=spec.poll_interval,
+        install_signal_handlers=True,
+    )
+    logging.getLogger("pail.demo").info("worker %d stopped: %s", number, summary)
+
+
+@dataclass
+class Fleet:
+    """``size`` demo worker processes; use it as a context manager so none outlives the demo."""
+
+    spec: WorkerSpec
+    size: int
+    processes: list[BaseProcess] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)
+
+    def start(self) -> Fleet:
+        context = multiprocessing.get_context("spawn")
+        try:
+            for number in range(1, self.size + 1):
+                process = context.Process(
+                    target=worker_main, args=(self.spec, number), name=f"pail-demo-worker-{number}"
+                )
+                process.start()
+                self.processes.append(process)
+        except BaseException:
+            self.stop(grace=2.0)
+            raise
+        return self
+
+    @property
+    def pids(self) -> set[int]:
+        return {p.pid for p in self.processes if p.pid is not None}
+
+    def alive(self) -> int:
+        return sum(1 for p in self.processes if p.is_alive())
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL worker ``pid``: no cleanup, no lease released, like a crashed host."""
+        for process in self.processes:
+            if process.pid == pid:
+                os.kill(pid, signal.SIGKILL)
+                process.join(5)
+                self.killed.append(pid)
+                return
+        raise ValueError(f"pid {pid} is not a demo worker")
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM every worker (the runner finishes its job and exits), then SIGKILL stragglers."""
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+        deadline = time.monotonic() + grace
+        for process in self.processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines of every worker's log, for a failure report."""
+        chunks = []
+        for path in sorted(Path(self.spec.log_dir).glob("worker-*.log")):
+            text = path.read_text(errors="replace").splitlines()[-lines:]
+            chunks.append(f"--- {path.name}\n" + "\n".join(text))
+        return "\n".join(chunks)
+
+    def __enter__(self) -> Fleet:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop(grace=10.0 if exc is None else 2.0)
