@@ -159,7 +159,7 @@ def test_given_expired_links_when_the_page_opens_then_it_says_so_and_stops_polli
 
     open_job(pail, job_id, urls=urls)
     expect_contains(page, "#notice", "This status link has expired.")
-    expect_contains(page, "#notice", f"pail url {job_id}")
+    expect_contains(page, "#notice", f"pail url --status {job_id}")
     expect_polling(page, "off")
     expect_text(page, "#state", "unknown")
     screenshot(page, tmp_path / "expired.png")
