@@ -95,12 +95,19 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    """A fresh browser context (no shared cache or cookies) and one page in it."""
+    """A fresh browser context (no shared cache or cookies) and one page in it.
+
+    An uncaught exception in the page's script fails the test.
+    """
     context = browser.new_context(viewport={"width": 820, "height": 560}, device_scale_factor=1)
+    errors: list[str] = []
     try:
-        yield context.new_page()
+        opened = context.new_page()
+        opened.on("pageerror", lambda error: errors.append(str(error)))
+        yield opened
     finally:
         context.close()
+    assert not errors, f"the page's script raised: {errors}"
 
 
 @pytest.fixture(scope="session")
