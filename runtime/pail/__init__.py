@@ -7,6 +7,8 @@
 >>> pail.result(job_id)                         # doctest: +SKIP
 """
 
+from typing import TYPE_CHECKING, Any
+
 from pail.clock import Clock, ManualClock, SystemClock
 from pail.codec import DeadLetter, ErrorInfo
 from pail.errors import (
@@ -29,6 +31,9 @@ from pail.queue import Mode, Pail, Stats
 from pail.status import JobState, JobStatus
 from pail.store import MemoryStore, S3Store, Store
 from pail.worker import HandlerTimeoutError
+
+if TYPE_CHECKING:
+    from pail.aws.lambda_worker import lambda_worker as lambda_worker
 
 __version__ = "0.2.0"
 
@@ -63,3 +68,13 @@ __all__ = [
     "SystemClock",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `pail.lambda_worker` is imported on first use: the Lambda adapter is not
+    # part of `import pail`, and stays out of `__all__` for the same reason.
+    if name == "lambda_worker":
+        from pail.aws.lambda_worker import lambda_worker
+
+        return lambda_worker
+    raise AttributeError(f"module 'pail' has no attribute {name!r}")

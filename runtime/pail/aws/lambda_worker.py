@@ -1,0 +1,362 @@
+"""The worker Lambda: one line turns a job function into a handler that drains the queue.
+
+::
+
+    # reports.py, deployed with the Lambda handler "reports.handler"
+    from pail import lambda_worker
+
+    def run(payload: dict) -> dict | None:
+        return {"url": build_report(payload["report_id"])}
+
+    handler = lambda_worker(run)
+
+**Configuration** comes from the environment (names in ``pail.config``):
+``PAIL_BUCKET`` (required), ``PAIL_QUEUE``, ``PAIL_VISIBILITY_TIMEOUT``,
+``PAIL_MAX_RETRIES``, ``PAIL_SAFETY_MARGIN_SECONDS`` (default 10),
+``PAIL_JOB_TIMEOUT_SECONDS``, ``PAIL_MAX_JOBS``, ``PAIL_TRACING``; keyword
+arguments to ``lambda_worker`` win over them.
+
+**One invocation drains.** Whatever woke it (``pail.aws.triggers``), it claims
+and runs jobs one after another until a claim finds none, or until the
+invocation's remaining time (``context.get_remaining_time_in_millis()``)
+falls below the safety margin: no job is started with less than the margin
+left. A job still running when the remaining time falls to half the margin
+(``release_reserve``) gets its lease released: the job is claimable again at
+once, and its status records the release (error type ``LeaseReleased``). The
+attempt counts, so a job that never fits dead-letters instead of cycling.
+
+**It returns** a summary: ``processed``, ``succeeded``, ``failed``,
+``retried``, ``dead_lettered``, ``released``, ``stop_reason`` (``empty``,
+``time_budget``, ``max_jobs``, ``storage_error``), ``trigger`` and ``queue``
+(plus an empty ``batchItemFailures`` for SQS, so no message is redelivered:
+the event only woke the worker).
+
+**Observability** (Powertools, see ``pail.aws.observability``): every log line
+carries ``queue``, and while a job runs ``job_id`` and ``attempt``; the
+metrics ``JobsProcessed``, ``JobsFailed``, ``JobsRetried``,
+``JobsDeadLettered``, ``JobsReleased`` and ``JobDuration`` go out as EMF at the
+end of each invocation. Powertools is imported on the first invocation, not
+here, so a module that defines ``handler = lambda_worker(run)`` also imports
+where Powertools is not installed (a Fargate image running ``run``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pail import config, metrics_names
+from pail.aws.triggers import SQS, describe_trigger
+from pail.drain import JobReport, Outcome, StopReason, Tally, drain
+from pail.envparse import read_count, read_seconds
+from pail.errors import ConfigurationError
+from pail.message import Message
+from pail.queue import Pail
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger, Tracer
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+
+Run = Callable[[Any], Any]
+LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+
+DEFAULT_SAFETY_MARGIN = 10.0
+"""Seconds: no job is claimed with less than this left in the invocation."""
+
+
+class InvocationLimits:
+    """The drain limits of one invocation, read from the Lambda context's remaining time.
+
+    Without a context (a local call) there is no deadline: it drains until empty.
+    """
+
+    def __init__(self, context: Any, margin: float, reserve: float) -> None:
+        self._remaining: Callable[[], int] | None = getattr(
+            context, "get_remaining_time_in_millis", None
+        )
+        self.margin = margin
+        self.reserve = reserve
+
+    def remaining(self) -> float | None:
+        """Seconds left in the invocation, or None without a context."""
+        return None if self._remaining is None else self._remaining() / 1000
+
+    def stop_reason(self) -> StopReason | None:
+        left = self.remaining()
+        return StopReason.TIME_BUDGET if left is not None and left < self.margin else None
+
+    def wrap_up(self) -> bool:
+        return self.stop_reason() is not None
+
+    def release_reason(self) -> str | None:
+        left = self.remaining()
+        if left is None or left > self.reserve:
+            return None
+        return (
+            f"the Lambda invocation had {left:.1f} s left, within the {self.reserve:g} s "
+            "kept to hand the job back"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Runtime:
+    """Everything built on the first invocation and kept for the container's life."""
+
+    pail: Pail
+    logger: Logger
+    metrics: EphemeralMetrics
+    tracer: Tracer | None
+    margin: float
+    reserve: float
+    job_timeout: float | None
+    max_jobs: int | None
+
+
+class LambdaWorker:
+    """A Lambda handler ``(event, context) -> summary`` that drains the queue with ``run``.
+
+    Made by ``lambda_worker``; see the module docstring.
+    """
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        pail: Pail | Callable[[], Pail] | None = None,
+        safety_margin: float | None = None,
+        release_reserve: float | None = None,
+        job_timeout: float | None = None,
+        max_jobs: int | None = None,
+        logger: Logger | None = None,
+        metrics: EphemeralMetrics | None = None,
+        tracer: Tracer | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if not callable(run):
+            raise ConfigurationError(f"lambda_worker needs a function, got {run!r}")
+        self.__pail_run__ = run
+        self.__name__ = getattr(run, "__name__", "handler")
+        self.__doc__ = getattr(run, "__doc__", None)
+        self._pail = pail
+        self._margin = safety_margin
+        self._reserve = release_reserve
+        self._job_timeout = job_timeout
+        self._max_jobs = max_jobs
+        self._logger = logger
+        self._metrics = metrics
+        self._tracer = tracer
+        self._env = env
+        self._entry: LambdaHandler | None = None
+
+    @property
+    def run(self) -> Run:
+        """The job function this handler wraps."""
+        return self.__pail_run__
+
+    def __call__(self, event: Any, context: Any) -> dict[str, Any]:
+        if self._entry is None:
+            self._entry = self._wrap(self._start())
+        return self._entry(event, context)
+
+    # -- set-up, once per container ---------------------------------------------
+
+    def _start(self) -> _Runtime:
+        from pail.aws import observability
+
+        env = os.environ if self._env is None else self._env
+        pail = self._connect(env)
+        margin = self._margin
+        if margin is None:
+            margin = read_seconds(config.ENV_SAFETY_MARGIN, env, DEFAULT_SAFETY_MARGIN)
+        assert margin is not None
+        if margin <= 0:
+            raise ConfigurationError(f"the safety margin must be > 0 seconds, got {margin}")
+        reserve = margin / 2 if self._reserve is None else self._reserve
+        if not 0 < reserve <= margin:
+            raise ConfigurationError(
+                f"release_reserve must be > 0 and <= the safety margin ({margin} s), got {reserve}"
+            )
+        job_timeout = self._job_timeout
+        if job_timeout is None:
+            job_timeout = read_seconds(config.ENV_JOB_TIMEOUT, env)
+        max_jobs = (
+            self._max_jobs if self._max_jobs is not None else read_count(config.ENV_MAX_JOBS, env)
+        )
+        service = observability.WORKER_SERVICE
+        return _Runtime(
+            pail=pail,
+            logger=self._logger or observability.build_logger(service, env),
+            metrics=self._metrics or observability.build_metrics(pail.keys.namespace),
+            tracer=self._tracer or observability.build_tracer(service, env),
+            margin=margin,
+            reserve=reserve,
+            job_timeout=job_timeout,
+            max_jobs=max_jobs,
+        )
+
+    def _connect(self, env: Mapping[str, str]) -> Pail:
+        if isinstance(self._pail, Pail):
+            return self._pail
+        if self._pail is not None:
+            return self._pail()
+        settings = config.Settings.from_env(env)
+        return Pail.connect(
+            settings.bucket,
+            endpoint_url=settings.endpoint_url,
+            queue=settings.queue,
+            visibility_timeout=settings.visibility_timeout,
+            max_retries=settings.max_retries,
+        )
+
+    def _wrap(self, runtime: _Runtime) -> LambdaHandler:
+        from pail.aws.observability import is_lambda_context
+
+        def entry(event: Any, context: Any) -> dict[str, Any]:
+            return self._invoke(runtime, event, context)
+
+        wrapped: LambdaHandler = entry
+        if runtime.tracer is not None:
+            wrapped = runtime.tracer.capture_lambda_handler(wrapped, capture_response=False)
+        injected: LambdaHandler = runtime.logger.inject_lambda_context(wrapped, clear_state=True)
+
+        def dispatch(event: Any, context: Any) -> dict[str, Any]:
+            # A local call has no Lambda context for Powertools to read.
+            return injected(event, context) if is_lambda_context(context) else entry(event, context)
+
+        return dispatch
+
+    # -- one invocation ----------------------------------------------------------
+
+    def _invoke(self, runtime: _Runtime, event: Any, context: Any) -> dict[str, Any]:
+        from pail.aws.observability import runtime_logs_through
+
+        trigger = describe_trigger(event)
+        queue = metrics_names.queue_dimension(runtime.pail.keys.namespace)
+        limits = InvocationLimits(context, runtime.margin, runtime.reserve)
+        runtime.logger.append_keys(queue=queue)
+        runtime.logger.info(
+            "worker invoked",
+            trigger=trigger.kind,
+            notified_keys=list(trigger.keys),
+            remaining_seconds=limits.remaining(),
+        )
+        observer = _Observer(runtime.logger, runtime.tracer)
+        try:
+            with runtime_logs_through(runtime.logger):
+                tally = drain(
+                    runtime.pail.claim,
+                    self.run,
+                    limits,
+                    max_jobs=runtime.max_jobs,
+                    job_timeout=runtime.job_timeout,
+                    observer=observer,
+                )
+        finally:
+            observer.publish(runtime.metrics)
+        summary: dict[str, Any] = {**tally.to_json(), "trigger": trigger.kind, "queue": queue}
+        if trigger.kind == SQS:
+            summary["batchItemFailures"] = []
+        runtime.logger.info("worker finished", **tally.to_json())
+        if tally.error is not None:
+            raise tally.error  # S3 kept failing: fail the invocation so it shows and retries
+        return summary
+
+
+def lambda_worker(
+    run: Run,
+    *,
+    pail: Pail | Callable[[], Pail] | None = None,
+    safety_margin: float | None = None,
+    release_reserve: float | None = None,
+    job_timeout: float | None = None,
+    max_jobs: int | None = None,
+    logger: Logger | None = None,
+    metrics: EphemeralMetrics | None = None,
+    tracer: Tracer | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LambdaWorker:
+    """Wrap ``run(payload)`` as a worker Lambda handler: ``handler = lambda_worker(run)``.
+
+    Every keyword is optional and beats its environment variable:
+
+    * ``pail``: the queue, or a function that makes it (default: from ``PAIL_*``);
+    * ``safety_margin``: seconds; no job is claimed with less left (``PAIL_SAFETY_MARGIN_SECONDS``, 10);
+    * ``release_reserve``: seconds; a job still running with this little left is released
+      (default: half the margin);
+    * ``job_timeout``: seconds; a handler running longer fails its attempt (``PAIL_JOB_TIMEOUT_SECONDS``);
+    * ``max_jobs``: at most this many jobs per invocation (``PAIL_MAX_JOBS``);
+    * ``logger``, ``metrics``, ``tracer``: Powertools objects to use instead of pail's own;
+    * ``env``: the environment to read instead of ``os.environ``.
+
+    Nothing is read or connected until the first invocation.
+    """
+    return LambdaWorker(
+        run,
+        pail=pail,
+        safety_margin=safety_margin,
+        release_reserve=release_reserve,
+        job_timeout=job_timeout,
+        max_jobs=max_jobs,
+        logger=logger,
+        metrics=metrics,
+        tracer=tracer,
+        env=env,
+    )
+
+
+class _Observer:
+    """Per-job log keys, log lines, a trace subsegment, and the counts for the metrics."""
+
+    def __init__(self, logger: Logger, tracer: Tracer | None) -> None:
+        self._logger = logger
+        self._tracer = tracer
+        self._span = ExitStack()
+        self.tally = Tally()
+        self.durations_ms: list[float] = []
+
+    def claimed(self, message: Message) -> None:
+        self._logger.append_keys(job_id=message.id, attempt=message.attempt)
+        if self._tracer is not None:
+            segment = self._span.enter_context(self._tracer.provider.in_subsegment("## pail job"))
+            segment.put_annotation("job_id", message.id)
+            segment.put_annotation("attempt", str(message.attempt))
+        self._logger.info("job started")
+
+    def settled(self, report: JobReport) -> None:
+        self.tally.add(report)
+        self.durations_ms.append(report.duration * 1000)
+        fields: dict[str, Any] = {
+            "outcome": report.outcome.value,
+            "duration_ms": round(report.duration * 1000, 1),
+        }
+        if report.ending is not None:
+            fields["ending"] = report.ending.value
+        if report.error is not None:
+            fields["error"] = report.error
+        if report.outcome is Outcome.SUCCEEDED:
+            self._logger.info("job succeeded", **fields)
+        else:
+            self._logger.warning(f"job {report.outcome.value}", **fields)
+        self._span.close()
+        self._logger.remove_keys(["job_id", "attempt"])
+
+    def publish(self, metrics: EphemeralMetrics) -> None:
+        from pail.aws.observability import COUNT, MILLISECONDS
+
+        tally = self.tally
+        # Counters go out every invocation, zeros included, so alarms and
+        # dashboards see a value rather than missing data.
+        for name, value in (
+            (metrics_names.JOBS_PROCESSED, tally.processed),
+            (metrics_names.JOBS_FAILED, tally.failed),
+            (metrics_names.JOBS_RETRIED, tally.retried),
+            (metrics_names.JOBS_DEAD_LETTERED, tally.dead_lettered),
+            (metrics_names.JOBS_RELEASED, tally.released),
+        ):
+            metrics.add_metric(name=name, unit=COUNT, value=value)
+        for duration in self.durations_ms:
+            metrics.add_metric(name=metrics_names.JOB_DURATION, unit=MILLISECONDS, value=duration)
+        metrics.flush_metrics()

@@ -1,0 +1,251 @@
+"""The reaper Lambda: reclaim expired leases, publish queue depth, and wake a worker if none runs.
+
+Handler string ``pail.aws.reaper.handler``, run by an EventBridge schedule
+(every minute). Configuration: ``PAIL_BUCKET``, ``PAIL_QUEUE``,
+``PAIL_VISIBILITY_TIMEOUT``, ``PAIL_MAX_RETRIES`` as for the workers, plus
+``PAIL_WORKER_FUNCTION`` and ``PAIL_SELF_HEAL_AFTER_SECONDS`` for self-heal.
+
+Each run:
+
+1. **Reaps**: ``Pail.reap()`` reads at most ten pages of ``run/`` and, in a
+   warm container, continues where the previous run stopped; expired leases
+   are requeued or dead-lettered.
+2. **Measures depth** (``pail.depth``): pending, running and dead-lettered
+   counts and the oldest pending age, reading at most ten pages of each of
+   ``queue/``, ``run/`` and ``dlq/`` (never ``done/``).
+3. **Publishes** EMF metrics in namespace ``Pail``, dimension ``queue``:
+   ``PendingJobs``, ``RunningJobs``, ``DeadLetteredJobs``,
+   ``OldestPendingAgeSeconds``, ``ExpiredLeases``, ``SelfHealInvocations``, and
+   ``JobsRetried`` / ``JobsDeadLettered`` for the jobs it requeued or
+   dead-lettered (so one alarm on ``JobsDeadLettered`` sees workers' and the
+   reaper's dead letters alike).
+4. **Self-heals** (when ``PAIL_WORKER_FUNCTION`` names the worker Lambda): if
+   jobs are pending, no worker holds a lease, and the oldest pending job has
+   waited ``PAIL_SELF_HEAL_AFTER_SECONDS`` (default 60), no worker is running
+   and the S3 notification that should have woken one was lost; it invokes
+   the worker asynchronously, at most once per that many seconds. The worker
+   needs no payload: it drains whatever is pending.
+
+On an idle queue a run costs four LIST requests (one for the reap, three for
+the depth): about 173,000 a month at one run a minute, $0.86 at S3 Standard
+prices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pail import config, metrics_names
+from pail.aws import observability
+from pail.aws.triggers import SELF_HEAL_SOURCE
+from pail.depth import DEFAULT_MAX_PAGES, Depth, measure_depth
+from pail.envparse import read_seconds
+from pail.queue import Pail
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+
+    from pail.protocol.reaper import ReapReport
+
+Invoker = Callable[[str, Mapping[str, Any]], None]
+"""Invokes a Lambda function asynchronously: ``invoke(function_name, payload)``."""
+
+DEFAULT_SELF_HEAL_AFTER = 60.0
+"""Seconds the oldest pending job may wait, with no worker running, before the reaper wakes one."""
+
+
+def self_heal_reason(depth: Depth, *, after: float) -> str | None:
+    """Why a worker should be woken, or None: jobs wait, none runs, and the oldest waited ``after`` s.
+
+    >>> self_heal_reason(Depth(pending=3, running=0, dead_lettered=0, oldest_pending_age=90.0), after=60)
+    '3 job(s) pending, the oldest for 90 s, and no worker holds a lease'
+    >>> self_heal_reason(Depth(pending=3, running=1, dead_lettered=0, oldest_pending_age=90.0), after=60)
+    """
+    age = depth.oldest_pending_age
+    if depth.pending == 0 or depth.running > 0 or age is None or age < after:
+        return None
+    return (
+        f"{depth.pending} job(s) pending, the oldest for {age:.0f} s, and no worker holds a lease"
+    )
+
+
+class LambdaInvoker:
+    """Invokes a function with ``InvocationType=Event`` through a lazily built boto3 client."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+
+    def __call__(self, function_name: str, payload: Mapping[str, Any]) -> None:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("lambda")
+        self._client.invoke(
+            FunctionName=function_name,
+            InvocationType="Event",
+            Payload=json.dumps(payload).encode(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Runtime:
+    pail: Pail
+    logger: Logger
+    metrics: EphemeralMetrics
+    worker_function: str | None
+    self_heal_after: float
+
+
+class ReaperFunction:
+    """The reaper Lambda handler ``(event, context) -> summary``; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        pail: Pail | Callable[[], Pail] | None = None,
+        invoke_worker: Invoker | None = None,
+        worker_function: str | None = None,
+        self_heal_after: float | None = None,
+        depth_pages: int = DEFAULT_MAX_PAGES,
+        logger: Logger | None = None,
+        metrics: EphemeralMetrics | None = None,
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._pail = pail
+        self._invoke = invoke_worker or LambdaInvoker()
+        self._worker_function = worker_function
+        self._self_heal_after = self_heal_after
+        self._depth_pages = depth_pages
+        self._logger = logger
+        self._metrics = metrics
+        self._env = env
+        self._clock = clock
+        self._runtime: _Runtime | None = None
+        self._last_heal: float | None = None
+
+    def __call__(self, event: Any, context: Any) -> dict[str, Any]:
+        runtime = self._runtime or self._start()
+        self._runtime = runtime
+        if observability.is_lambda_context(context):
+            entry = runtime.logger.inject_lambda_context(self._run, clear_state=True)
+            result: dict[str, Any] = entry(event, context)
+            return result
+        return self._run(event, context)
+
+    def _start(self) -> _Runtime:
+        env = os.environ if self._env is None else self._env
+        if isinstance(self._pail, Pail):
+            pail = self._pail
+        elif self._pail is not None:
+            pail = self._pail()
+        else:
+            settings = config.Settings.from_env(env)
+            pail = Pail.connect(
+                settings.bucket,
+                endpoint_url=settings.endpoint_url,
+                queue=settings.queue,
+                visibility_timeout=settings.visibility_timeout,
+                max_retries=settings.max_retries,
+            )
+        after = self._self_heal_after
+        if after is None:
+            after = read_seconds(config.ENV_SELF_HEAL_AFTER, env, DEFAULT_SELF_HEAL_AFTER)
+        return _Runtime(
+            pail=pail,
+            logger=self._logger or observability.build_logger(observability.REAPER_SERVICE, env),
+            metrics=self._metrics or observability.build_metrics(pail.keys.namespace),
+            worker_function=self._worker_function or env.get(config.ENV_WORKER_FUNCTION) or None,
+            self_heal_after=DEFAULT_SELF_HEAL_AFTER if after is None else after,
+        )
+
+    def _run(self, event: Any, context: Any) -> dict[str, Any]:
+        runtime = self._runtime
+        assert runtime is not None
+        queue = metrics_names.queue_dimension(runtime.pail.keys.namespace)
+        runtime.logger.append_keys(queue=queue)
+        with observability.runtime_logs_through(runtime.logger):
+            report = runtime.pail.reap()
+            depth = measure_depth(
+                runtime.pail.store, runtime.pail.keys, max_pages=self._depth_pages
+            )
+            healed, reason = self._self_heal(runtime, depth)
+        self._publish(runtime.metrics, report, depth, healed)
+        summary: dict[str, Any] = {
+            "queue": queue,
+            "reap": {
+                "scanned": report.scanned,
+                "expired": report.expired,
+                "requeued": report.requeued,
+                "dead_lettered": report.dead_lettered,
+                "cleaned": report.cleaned,
+                "renewed": report.renewed,
+                "complete_pass": report.complete_pass,
+            },
+            "depth": depth.to_json(),
+            "self_heal": {
+                "invoked": healed,
+                "function": runtime.worker_function,
+                "reason": reason,
+            },
+        }
+        runtime.logger.info("reaper run", **summary)
+        return summary
+
+    def _self_heal(self, runtime: _Runtime, depth: Depth) -> tuple[bool, str | None]:
+        if runtime.worker_function is None:
+            return False, None
+        reason = self_heal_reason(depth, after=runtime.self_heal_after)
+        if reason is None:
+            return False, None
+        now = self._clock()
+        if self._last_heal is not None and now - self._last_heal < runtime.self_heal_after:
+            return False, f"{reason}; a worker was invoked {now - self._last_heal:.0f} s ago"
+        payload = {"source": SELF_HEAL_SOURCE, "detail-type": "pail.self-heal", "reason": reason}
+        try:
+            self._invoke(runtime.worker_function, payload)
+        except Exception as exc:  # logged below; the depth metrics still go out
+            runtime.logger.exception(
+                "self-heal: could not invoke the worker",
+                function=runtime.worker_function,
+                error=repr(exc),
+            )
+            return False, f"{reason}; invoking {runtime.worker_function} failed: {exc}"
+        self._last_heal = now
+        runtime.logger.warning(
+            "self-heal: invoked the worker", function=runtime.worker_function, reason=reason
+        )
+        return True, reason
+
+    @staticmethod
+    def _publish(metrics: EphemeralMetrics, report: ReapReport, depth: Depth, healed: bool) -> None:
+        count, seconds = observability.COUNT, observability.SECONDS
+        for name, unit, value in (
+            (metrics_names.PENDING_JOBS, count, depth.pending),
+            (metrics_names.RUNNING_JOBS, count, depth.running),
+            (metrics_names.DEAD_LETTERED_JOBS, count, depth.dead_lettered),
+            (metrics_names.OLDEST_PENDING_AGE_SECONDS, seconds, depth.oldest_pending_age or 0.0),
+            (metrics_names.EXPIRED_LEASES, count, report.expired),
+            (metrics_names.SELF_HEAL_INVOCATIONS, count, int(healed)),
+            (metrics_names.JOBS_RETRIED, count, report.requeued),
+            (metrics_names.JOBS_DEAD_LETTERED, count, report.dead_lettered),
+        ):
+            metrics.add_metric(name=name, unit=unit, value=value)
+        metrics.flush_metrics()
+
+
+_default: ReaperFunction | None = None
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """The reaper Lambda's handler (``pail.aws.reaper.handler``), configured from the environment."""
+    global _default
+    if _default is None:
+        _default = ReaperFunction()
+    return _default(event, context)

@@ -1,0 +1,92 @@
+"""Queue depth at a bounded cost: how many jobs wait, run and lie dead, and how long the oldest waited.
+
+``Pail.stats`` lists every prefix in full, ``done/`` included, which grows
+without bound. The reaper publishes depth every minute, so it reads at most
+``max_pages`` pages of ``queue/``, ``run/`` and ``dlq/`` each and never
+``done/``: at most ``3 * max_pages`` LIST requests a run, whatever the
+backlog. A prefix with more keys than that is reported as a lower bound
+(``complete`` is False).
+
+The oldest pending age is measured on the server's clock (the listing's
+``Date`` minus the object's ``LastModified``), like lease expiry: it is how
+long the job has waited in its current pending entry, so a job requeued after
+a failed attempt counts from its requeue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pail.keys import DLQ, QUEUE, RUN, Keys
+from pail.store.base import Store
+
+DEFAULT_MAX_PAGES = 10
+PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Depth:
+    """Job counts per state at one moment; lower bounds unless ``complete``."""
+
+    pending: int
+    running: int
+    dead_lettered: int
+    oldest_pending_age: float | None
+    """Seconds the oldest pending entry has waited, by the server's clock; None when none wait."""
+    complete: bool = True
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pending": self.pending,
+            "running": self.running,
+            "dead_lettered": self.dead_lettered,
+            "oldest_pending_age": self.oldest_pending_age,
+            "complete": self.complete,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Count:
+    count: int
+    complete: bool
+    oldest_age: float | None
+
+
+def measure_depth(
+    store: Store, keys: Keys, *, max_pages: int = DEFAULT_MAX_PAGES, page_size: int = PAGE_SIZE
+) -> Depth:
+    """Count pending, running and dead-lettered jobs, reading at most ``max_pages`` pages of each.
+
+    >>> from pail import Pail, MemoryStore
+    >>> queue = Pail(MemoryStore("jobs"))
+    >>> _ = queue.enqueue({"n": 1})
+    >>> depth = measure_depth(queue.store, queue.keys)
+    >>> depth.pending, depth.running, depth.dead_lettered, depth.complete
+    (1, 0, 0, True)
+    """
+    pending = _count(store, keys.prefix(QUEUE), max_pages, page_size)
+    running = _count(store, keys.prefix(RUN), max_pages, page_size)
+    dead = _count(store, keys.prefix(DLQ), max_pages, page_size)
+    return Depth(
+        pending=pending.count,
+        running=running.count,
+        dead_lettered=dead.count,
+        oldest_pending_age=pending.oldest_age,
+        complete=pending.complete and running.complete and dead.complete,
+    )
+
+
+def _count(store: Store, prefix: str, max_pages: int, page_size: int) -> _Count:
+    count = 0
+    oldest: float | None = None
+    token: str | None = None
+    for _ in range(max_pages):
+        page = store.list(prefix, max_keys=page_size, continuation=token)
+        count += len(page.items)
+        for item in page.items:
+            age = max(0.0, (page.server_time - item.last_modified).total_seconds())
+            oldest = age if oldest is None else max(oldest, age)
+        token = page.next_token
+        if token is None:
+            return _Count(count, True, oldest)
+    return _Count(count, False, oldest)
