@@ -127,12 +127,14 @@ class PailFargateWorker(Construct):
         :param stop_timeout: how long a stopping task has to finish its job after SIGTERM.
         :param environment: more environment variables for the handler.
         """
-        super().__init__(scope, construct_id)
+        # Everything is checked before the construct joins the tree.
         if not _HANDLER.match(handler):
             raise ValueError(f"handler must look like 'module:function', got {handler!r}")
-        self.mode = FargateWorkerMode(mode)
         if max_jobs is not None and max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1 or None, got {max_jobs}")
+        parsed_mode = FargateWorkerMode(mode)
+        super().__init__(scope, construct_id)
+        self.mode = parsed_mode
 
         own_network = cluster is None
         self.cluster: ecs.ICluster = cluster if cluster is not None else self._new_cluster()

@@ -129,17 +129,20 @@ class PailQueue(Construct):
         :param alarm_actions: more actions for when an alarm fires.
         :param oldest_pending_alarm_threshold: alarm when a job waits longer than this.
         """
-        super().__init__(scope, construct_id)
+        # Everything is checked before the construct joins the tree.
         if bucket is not None and bucket_props is not None:
             raise ValueError("PailQueue takes an existing bucket or bucket_props, not both")
-        self.namespace = validate_namespace(namespace)
-        self.keys = Keys(namespace)
+        validate_namespace(namespace)
         config.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
+        config.validate_max_retries(max_retries)
+        _check_reaper_timing(reaper_schedule, reaper_timeout)
+        super().__init__(scope, construct_id)
+        self.namespace = namespace
+        self.keys = Keys(namespace)
         self.visibility_timeout = visibility_timeout
-        self.max_retries = config.validate_max_retries(max_retries)
+        self.max_retries = max_retries
         self.architecture = architecture
         self.public_powertools_layer = public_powertools_layer
-        _check_reaper_timing(reaper_schedule, reaper_timeout)
 
         if bucket is None:
             self.bucket: s3.IBucket = self._new_bucket(bucket_props)

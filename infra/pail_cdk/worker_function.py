@@ -115,7 +115,7 @@ class PailWorkerFunction(Construct):
         :param description: the function's description.
         :param register_with_reaper: let the reaper invoke this function when jobs wait.
         """
-        super().__init__(scope, construct_id)
+        # Everything is checked before the construct joins the tree.
         if not _LAMBDA_HANDLER.match(handler):
             raise ValueError(f"handler must look like 'module.function', got {handler!r}")
         _check_timing(queue, timeout, safety_margin)
@@ -125,6 +125,7 @@ class PailWorkerFunction(Construct):
             )
         if max_jobs is not None and max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1 or None, got {max_jobs}")
+        super().__init__(scope, construct_id)
         arch = architecture or queue.architecture
         public = (
             queue.public_powertools_layer

@@ -1,0 +1,179 @@
+"""Fixtures for the infrastructure tests: each app is synthesised once per session.
+
+``example`` is the app ``cdk.json`` runs (``infra/app.py``), with cdk-nag
+attached, synthesised exactly as ``cdk synth`` does it. ``variants`` is one
+more app whose stacks cover the options the example does not use. Tests read
+the templates the synth wrote; none synthesises on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT / "infra") not in sys.path:
+    sys.path.insert(0, str(ROOT / "infra"))
+
+from aws_cdk import App, Duration, Stack  # noqa: E402
+from aws_cdk import aws_ecs as ecs  # noqa: E402
+from aws_cdk import aws_iam as iam  # noqa: E402
+from aws_cdk import aws_lambda as lambda_  # noqa: E402
+from aws_cdk import aws_s3 as s3  # noqa: E402
+from aws_cdk import aws_sns as sns  # noqa: E402
+from aws_cdk.assertions import Template  # noqa: E402
+
+import app as example_app  # noqa: E402
+from pail_cdk import FargateWorkerMode, PailFargateWorker, PailQueue, PailWorkerFunction  # noqa: E402
+
+
+@dataclass
+class Synthesis:
+    """What one synth wrote: templates, the validation report, acknowledgements."""
+
+    outdir: Path
+    error: str | None
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+    acknowledgements: dict[str, dict[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def template(self, stack: str) -> Template:
+        return Template.from_json(self.templates[stack])
+
+    def resources(self, stack: str, kind: str) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = self.templates[stack]["Resources"]
+        return {name: res for name, res in found.items() if res["Type"] == kind}
+
+
+def synthesize(app: App, outdir: Path) -> Synthesis:
+    """Synthesise ``app`` into ``outdir``; a failed validation is recorded, not raised."""
+    try:
+        app.synth()
+        error = None
+    except RuntimeError as exc:
+        error = str(exc)
+    result = Synthesis(outdir=outdir, error=error)
+    for path in outdir.glob("*.template.json"):
+        result.templates[path.name.removesuffix(".template.json")] = json.loads(path.read_text())
+    report = outdir / "validation-report.json"
+    if report.exists():
+        result.report = json.loads(report.read_text())
+    for path in outdir.glob("*.metadata.json"):
+        for construct_path, entries in json.loads(path.read_text()).items():
+            for entry in entries:
+                if entry["type"] == "aws:cdk:acknowledged-rules":
+                    result.acknowledgements.setdefault(construct_path, {}).update(entry["data"])
+                elif entry["type"] == "aws:cdk:warning":
+                    result.warnings.append(f"{construct_path}: {entry['data']}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    """The example app, as ``cdk synth`` builds it, cdk-nag included."""
+    outdir = tmp_path_factory.mktemp("example")
+    return synthesize(example_app.build_app(outdir=str(outdir)), outdir)
+
+
+@pytest.fixture(scope="session")
+def example_template(example: Synthesis) -> Template:
+    return example.template(example_app.STACK_NAME)
+
+
+class GrantsStack(Stack):
+    """A namespaced queue with adjusted bucket props, alarms to a topic, one role per grant."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = sns.Topic(self, "Alarms")
+        self.queue = PailQueue(
+            self,
+            "Queue",
+            namespace="reports",
+            bucket_props=s3.BucketProps(versioned=True),
+            max_retries=None,
+            visibility_timeout=Duration.seconds(90),
+            result_ttl=Duration.days(3),
+            dlq_retention=None,
+            cors_allowed_origins=["https://app.example.com"],
+            reaper_schedule=Duration.minutes(10),
+            oldest_pending_alarm_threshold=Duration.minutes(30),
+            alarm_topic=self.topic,
+        )
+        self.roles = {
+            name: iam.Role(self, name, assumed_by=iam.AccountRootPrincipal())
+            for name in ("Producer", "Consumer", "Reader", "Status")
+        }
+        self.queue.grant_enqueue(self.roles["Producer"])
+        self.queue.grant_consume(self.roles["Consumer"])
+        self.queue.grant_read_results(self.roles["Reader"])
+        self.queue.grant_read_status(self.roles["Status"])
+
+
+class ImportedStack(Stack):
+    """A queue in an imported bucket, worked by an x86 Lambda using the public Powertools layer."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        bucket = s3.Bucket.from_bucket_name(self, "Existing", "existing-jobs-bucket")
+        self.queue = PailQueue(self, "Queue", bucket=bucket, namespace="imports")
+        self.worker = PailWorkerFunction(
+            self,
+            "Worker",
+            queue=self.queue,
+            handler="report.handler",
+            code=lambda_.Code.from_asset(str(example_app.HANDLERS)),
+            architecture=lambda_.Architecture.X86_64,
+            public_powertools_layer=True,
+            reserved_concurrency=None,
+            max_jobs=10,
+            schedule=None,
+        )
+
+
+class ServiceStack(Stack):
+    """A Fargate worker as a long-running service."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.queue = PailQueue(self, "Queue")
+        self.worker = PailFargateWorker(
+            self,
+            "Service",
+            queue=self.queue,
+            handler="report:run",
+            image=ecs.ContainerImage.from_registry("example/pail-worker:1"),
+            mode=FargateWorkerMode.SERVICE,
+            desired_count=2,
+            max_jobs=100,
+            time_budget=Duration.hours(1),
+        )
+
+
+@pytest.fixture(scope="session")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    """One app with the ``GrantsStack``, ``ImportedStack`` and ``ServiceStack``."""
+    outdir = tmp_path_factory.mktemp("variants")
+    app = App(context=example_app.cdk_json_context(), outdir=str(outdir), analytics_reporting=False)
+    GrantsStack(app, "Grants")
+    ImportedStack(app, "Imported")
+    ServiceStack(app, "Service")
+    return synthesize(app, outdir)
+
+
+@pytest.fixture
+def stack() -> Iterator[Stack]:
+    """A fresh, empty stack for tests that only construct (never synthesise)."""
+    yield Stack(App(context=example_app.cdk_json_context()), "Scratch")

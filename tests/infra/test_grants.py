@@ -1,0 +1,136 @@
+"""Each grant's exact actions and prefix-scoped resources; nothing is bucket-wide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pail.keys import ALL_PREFIXES, DLQ, DONE, QUEUE, RUN
+
+from .conftest import Synthesis
+from .helpers import Statement, condition, logical_id, render, s3_statements, statements
+
+GET, PUT, DELETE, LIST = "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"
+
+
+def _bucket(template: dict[str, Any], prefix: str) -> str:
+    return f"<{logical_id(template, 'AWS::S3::Bucket', prefix)}.Arn>"
+
+
+def _objects(bucket: str, root: str, *prefixes: str) -> tuple[str, ...]:
+    return tuple(sorted(f"{bucket}/{root}{prefix}*" for prefix in prefixes))
+
+
+def _listing(bucket: str, root: str, *prefixes: str) -> Statement:
+    return Statement((LIST,), (bucket,), condition([f"{root}{prefix}*" for prefix in prefixes]))
+
+
+@pytest.fixture(scope="module")
+def grants(variants: Synthesis) -> dict[str, Any]:
+    return variants.templates["Grants"]
+
+
+def test_given_grant_enqueue_when_synthesised_then_only_put_on_queue(
+    grants: dict[str, Any],
+) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "Producer") == {
+        Statement((PUT,), _objects(bucket, "reports/", QUEUE)),
+    }
+
+
+def test_given_grant_consume_when_synthesised_then_the_four_prefixes_and_their_listing(
+    grants: dict[str, Any],
+) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "Consumer") == {
+        Statement((DELETE, GET, PUT), _objects(bucket, "reports/", *ALL_PREFIXES)),
+        _listing(bucket, "reports/", *ALL_PREFIXES),
+    }
+
+
+def test_given_grant_read_results_when_synthesised_then_only_get_and_list_done(
+    grants: dict[str, Any],
+) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "Reader") == {
+        Statement((GET,), _objects(bucket, "reports/", DONE)),
+        _listing(bucket, "reports/", DONE),
+    }
+
+
+def test_given_grant_read_status_when_synthesised_then_only_reads(grants: dict[str, Any]) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "Status") == {
+        Statement((GET,), _objects(bucket, "reports/", *ALL_PREFIXES)),
+        _listing(bucket, "reports/", *ALL_PREFIXES),
+    }
+
+
+def test_given_reaper_when_synthesised_then_least_privilege_for_reaping(
+    example: Synthesis,
+) -> None:
+    template = example.templates["PailExample"]
+    bucket = _bucket(template, "JobsBucket")
+    worker = logical_id(template, "AWS::Lambda::Function", "ReportWorkerFunction")
+    logs = logical_id(template, "AWS::Logs::LogGroup", "JobsReaperLogs")
+    assert statements(template, "JobsReaperRole") == {
+        Statement((GET, PUT), _objects(bucket, "", QUEUE, DONE, DLQ)),
+        Statement((DELETE, GET, PUT), _objects(bucket, "", RUN)),
+        _listing(bucket, "", *ALL_PREFIXES),
+        Statement(("logs:CreateLogStream", "logs:PutLogEvents"), (f"<{logs}.Arn>",)),
+        # Self-healing: the reaper may start the worker function, that one only.
+        Statement(("lambda:InvokeFunction",), (f"<{worker}.Arn>",)),
+    }
+
+
+def test_given_lambda_worker_when_synthesised_then_it_consumes_its_own_queue_only(
+    example: Synthesis,
+) -> None:
+    template = example.templates["PailExample"]
+    bucket = _bucket(template, "JobsBucket")
+    assert s3_statements(template, "ReportWorkerRole") == {
+        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES)),
+        _listing(bucket, "", *ALL_PREFIXES),
+    }
+
+
+def test_given_fargate_worker_when_synthesised_then_task_role_consumes_the_namespace_only(
+    example: Synthesis,
+) -> None:
+    template = example.templates["PailExample"]
+    bucket = _bucket(template, "JobsBucket")
+    assert statements(template, "ExportTaskTaskDefinitionTaskRole") == {
+        Statement((DELETE, GET, PUT), _objects(bucket, "exports/", *ALL_PREFIXES)),
+        _listing(bucket, "exports/", *ALL_PREFIXES),
+    }
+
+
+def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
+    example: Synthesis, variants: Synthesis
+) -> None:
+    checked = 0
+    for synthesis in (example, variants):
+        for template in synthesis.templates.values():
+            for policy in template["Resources"].values():
+                if policy["Type"] != "AWS::IAM::Policy":
+                    continue
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    actions = statement["Action"]
+                    actions = actions if isinstance(actions, list) else [actions]
+                    if not any(action.startswith("s3:") for action in actions):
+                        continue
+                    checked += 1
+                    assert not any(action.endswith("*") for action in actions), statement
+                    resources = statement["Resource"]
+                    for resource in resources if isinstance(resources, list) else [resources]:
+                        rendered = render(resource)
+                        assert rendered != "*", statement
+                        if rendered.endswith("*"):
+                            assert rendered.endswith(tuple(f"/{p}*" for p in ALL_PREFIXES)), (
+                                rendered
+                            )
+                        else:
+                            assert actions == [LIST] and "Condition" in statement, statement
+    assert checked >= 15

@@ -1,0 +1,109 @@
+"""Bad construct input fails at construction, with a message that says what to do."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+
+import app as example_app
+from pail.errors import ConfigurationError
+from pail_cdk import PailFargateWorker, PailQueue, PailWorkerFunction
+
+
+@pytest.fixture(scope="module")
+def queue() -> PailQueue:
+    """One queue to hang workers on (construction bundles its layer once)."""
+    stack = Stack(App(context=example_app.cdk_json_context()), "Workers")
+    return PailQueue(stack, "Queue")
+
+
+def _code() -> lambda_.Code:
+    return lambda_.Code.from_asset(str(example_app.HANDLERS))
+
+
+def test_given_bucket_and_bucket_props_when_constructed_then_rejects_both(stack: Stack) -> None:
+    existing = s3.Bucket.from_bucket_name(stack, "Existing", "existing")
+    with pytest.raises(ValueError, match="existing bucket or bucket_props, not both"):
+        PailQueue(stack, "Queue", bucket=existing, bucket_props=s3.BucketProps(versioned=True))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"namespace": "Bad Name"}, ValueError, "invalid queue namespace"),
+        ({"max_retries": -1}, ConfigurationError, "max_retries"),
+        ({"visibility_timeout": Duration.seconds(0)}, ConfigurationError, "visibility_timeout"),
+        ({"reaper_schedule": Duration.seconds(30)}, ValueError, "at least 1 minute"),
+        (
+            {"reaper_timeout": Duration.minutes(2)},
+            ValueError,
+            "must not exceed reaper_schedule",
+        ),
+    ],
+)
+def test_given_bad_queue_options_when_constructed_then_rejects_them(
+    stack: Stack, kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        PailQueue(stack, "Queue", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"handler": "report"}, "module.function"),
+        ({"safety_margin": Duration.minutes(5)}, "never has time to claim"),
+        (
+            {"timeout": Duration.seconds(20), "safety_margin": Duration.seconds(5)},
+            "must not exceed the worker's timeout",
+        ),
+        ({"timeout": Duration.minutes(16)}, "at most 15 minutes"),
+        ({"reserved_concurrency": 0}, "reserved_concurrency"),
+        ({"max_jobs": 0}, "max_jobs"),
+    ],
+)
+def test_given_bad_worker_options_when_constructed_then_rejects_them(
+    queue: PailQueue, kwargs: dict[str, object], message: str
+) -> None:
+    props: dict[str, object] = {"handler": "report.handler", "code": _code(), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        PailWorkerFunction(queue, "Worker", queue=queue, **props)  # type: ignore[arg-type]
+
+
+def test_given_a_second_worker_function_when_registered_then_asks_to_opt_out(
+    queue: PailQueue,
+) -> None:
+    PailWorkerFunction(queue, "First", queue=queue, handler="report.handler", code=_code())
+    with pytest.raises(ValueError, match="register_with_reaper=False"):
+        PailWorkerFunction(queue, "Second", queue=queue, handler="report.handler", code=_code())
+    PailWorkerFunction(
+        queue,
+        "Third",
+        queue=queue,
+        handler="report.handler",
+        code=_code(),
+        register_with_reaper=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"handler": "report.run"}, "module:function"),
+        ({"mode": "forever"}, "forever"),
+        ({"max_jobs": 0}, "max_jobs"),
+    ],
+)
+def test_given_bad_fargate_options_when_constructed_then_rejects_them(
+    queue: PailQueue, kwargs: dict[str, object], message: str
+) -> None:
+    props: dict[str, object] = {
+        "handler": "report:run",
+        "image": ecs.ContainerImage.from_registry("example/worker"),
+        **kwargs,
+    }
+    with pytest.raises(ValueError, match=message):
+        PailFargateWorker(queue, "Task", queue=queue, **props)  # type: ignore[arg-type]
