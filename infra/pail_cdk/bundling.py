@@ -44,8 +44,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from pail import metrics_names
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository root: where ``pyproject.toml`` and ``runtime/`` live."""
 
@@ -66,10 +64,6 @@ LAMBDA_EXTRA = "lambda"
 
 POWERTOOLS_SSM_PARAMETER = "/aws/service/powertools/python/{arch}/python{version}/latest"
 """The public SSM parameter that holds the ARN of the latest public Powertools layer."""
-
-# Powertools' own variable names (they belong to Powertools, not to pail.config).
-POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
-POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 
 # Bump when the layout or the build steps change, so old cache entries are not reused.
 _FORMAT = "2"
@@ -335,8 +329,3 @@ def pail_layers(
     if public_powertools:
         layers.append(public_powertools_layer(scope, architecture=architecture))
     return layers
-
-
-def powertools_environment(service: str) -> dict[str, str]:
-    """Powertools settings for a pail function: its service name and pail's metric namespace."""
-    return {POWERTOOLS_SERVICE_NAME: service, POWERTOOLS_METRICS_NAMESPACE: metrics_names.NAMESPACE}

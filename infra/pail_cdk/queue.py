@@ -20,7 +20,7 @@ from pail import config, metrics_names
 from pail.keys import DLQ, DONE, QUEUE, Keys, validate_namespace
 from pail_cdk import access, nag
 from pail_cdk.alarms import QueueAlarms, create_queue_alarms
-from pail_cdk.bundling import LAMBDA_RUNTIME, PYTHON_VERSION, pail_layers, powertools_environment
+from pail_cdk.bundling import LAMBDA_RUNTIME, PYTHON_VERSION, pail_layers
 
 REAPER_HANDLER = "pail.aws.reaper.handler"
 """The runtime's reaper Lambda handler, as ``module.function``."""
@@ -288,7 +288,7 @@ class PailQueue(Construct):
             # A missed tick is not worth a retry: the next one comes in `schedule`.
             retry_attempts=0,
             max_event_age=Duration.seconds(event_age),
-            environment={**self.environment, **powertools_environment("pail-reaper")},
+            environment=self.environment,
         )
         access.grant(self.bucket, self.keys, role, access.REAP)
         nag.acknowledge(reaper, nag.L1, L1_REASON)

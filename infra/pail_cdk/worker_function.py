@@ -48,7 +48,7 @@ from constructs import Construct
 
 from pail import config
 from pail_cdk import nag
-from pail_cdk.bundling import LAMBDA_RUNTIME, pail_layers, powertools_environment
+from pail_cdk.bundling import LAMBDA_RUNTIME, pail_layers
 from pail_cdk.queue import L1_REASON, PailQueue, merge_environment, seconds
 
 DEFAULT_TIMEOUT = Duration.minutes(5)
@@ -165,7 +165,6 @@ class PailWorkerFunction(Construct):
                 environment,
                 queue.environment,
                 runtime_env,
-                powertools_environment("pail-worker"),
             ),
         )
         queue.grant_consume(self.role)

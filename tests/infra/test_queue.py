@@ -225,8 +225,6 @@ def test_given_default_queue_when_synthesised_then_reaper_runs_the_runtime_handl
                     config.ENV_VISIBILITY_TIMEOUT: "30",
                     config.ENV_MAX_RETRIES: "3",
                     config.ENV_WORKER_FUNCTION: {"Ref": worker},
-                    "POWERTOOLS_METRICS_NAMESPACE": metrics_names.NAMESPACE,
-                    "POWERTOOLS_SERVICE_NAME": "pail-reaper",
                 }
             },
         },

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_cdk.assertions import Match, Template
 
-from pail import config, metrics_names
+from pail import config
 from pail.keys import QUEUE
 
 from .conftest import Synthesis
@@ -32,8 +32,6 @@ def test_given_worker_when_synthesised_then_it_runs_the_users_handler_with_the_r
                     config.ENV_VISIBILITY_TIMEOUT: "30",
                     config.ENV_MAX_RETRIES: "3",
                     config.ENV_SAFETY_MARGIN: "60",
-                    "POWERTOOLS_METRICS_NAMESPACE": metrics_names.NAMESPACE,
-                    "POWERTOOLS_SERVICE_NAME": "pail-worker",
                 }
             },
         },
