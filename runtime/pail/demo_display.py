@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.progress_bar import ProgressBar
@@ -111,25 +111,29 @@ class LiveDisplay:
             self._live.stop()
 
 
-def render_panel(snapshot: Snapshot) -> Group:
-    """The live panel: a progress bar and the counts per state."""
-    bar = ProgressBar(total=max(1, snapshot.total), completed=snapshot.finished, width=50)
+def render_panel(snapshot: Snapshot) -> Table:
+    """The live panel: a progress bar, then the counts per state."""
+    bar = ProgressBar(total=max(1, snapshot.total), completed=snapshot.finished, width=40)
+    top = Table.grid(padding=(0, 2))
+    top.add_row(
+        bar,
+        Text.from_markup(
+            f"[bold]{snapshot.finished}/{snapshot.total}[/] finished  "
+            f"{snapshot.throughput:.1f} jobs/s  [dim]{escape(stamp(snapshot.elapsed))}[/]"
+        ),
+    )
     counts = Table.grid(padding=(0, 2))
-    for _ in range(6):
-        counts.add_column(justify="right")
     counts.add_row(
         f"[yellow]pending[/] {snapshot.pending}",
         f"[cyan]running[/] {snapshot.running}",
         f"[green]done[/] {snapshot.done}",
         f"[red]failed[/] {snapshot.failed}",
-        f"{snapshot.throughput:.1f} jobs/s",
-        f"{snapshot.workers} workers",
+        f"[dim]{snapshot.workers} workers[/]",
     )
-    head = Text.from_markup(
-        f"[bold]{snapshot.finished}/{snapshot.total}[/] jobs finished  "
-        f"[dim]{escape(stamp(snapshot.elapsed))}[/]"
-    )
-    return Group(head, bar, counts)
+    panel = Table.grid()
+    panel.add_row(top)
+    panel.add_row(counts)
+    return panel
 
 
 def make_display(console: Console) -> Display:

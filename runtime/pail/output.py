@@ -10,6 +10,7 @@ as a single ``error: ...`` line, whatever the mode.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -19,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+PIPE_WIDTH = 200
 
 STATE_STYLES = {
     "pending": "yellow",
@@ -96,8 +99,12 @@ class Output:
         # so a redirected stream (a pipe, a test runner) is honoured.
         self.console = Console(highlight=False)
         self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
-        # In a pipe or a log, a long line stays one line: no wrapping at 80.
-        self.console.soft_wrap = not self.console.is_terminal
+        if not self.console.is_terminal:
+            # In a pipe or a log, a long line stays one line, and a table
+            # row stays one row, rather than wrapping at 80 columns.
+            self.console.soft_wrap = True
+            if "COLUMNS" not in os.environ:
+                self.console.width = PIPE_WIDTH
 
     @property
     def interactive(self) -> bool:

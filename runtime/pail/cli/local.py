@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import click
 
 from pail.cli.context import global_options, options
@@ -23,6 +25,16 @@ def local_env_lines(endpoint_url: str) -> list[str]:
     ]
 
 
+def _check_free(host: str, port: int) -> None:
+    """A clear error for a busy port (werkzeug would print its own advice and exit)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
 @click.command()
 @click.option("--host", default=LOOPBACK, show_default=True, help="Address to listen on.")
 @click.option(
@@ -41,6 +53,7 @@ def server(ctx: click.Context, host: str, port: int) -> None:
     from pail.local import serve
 
     out = options(ctx).output()
+    _check_free(host, port)
     endpoint = f"http://{host}:{port}"
     out.note("point pail and the AWS SDK at it with:")
     for line in local_env_lines(endpoint):

@@ -1,0 +1,87 @@
+"""Running ``pail`` as a real process: find the console script, read its output with a deadline."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
+
+from pail.config import ALL_ENV_VARS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pail_script() -> str:
+    """The installed ``pail`` console script next to this interpreter."""
+    script = Path(sys.executable).parent / "pail"
+    assert script.exists(), f"the pail console script is not installed at {script}"
+    return str(script)
+
+
+def process_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without ``PAIL_*``, plus ``extra``; output unbuffered."""
+    env = {k: v for k, v in os.environ.items() if k not in ALL_ENV_VARS}
+    env.update(extra)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class LineReader:
+    """Reads a process's stream on a thread, so a test can wait for a line with a deadline."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        """Block until a line containing ``text`` arrives; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line with {text!r} within {timeout} s: {self.lines}")
+            try:
+                line = self._queue.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"stream ended without {text!r}: {self.lines}")
+            self.lines.append(line)
+            if text in line:
+                return line
+
+    def rest(self, timeout: float = 10.0) -> str:
+        """Everything until the stream closes."""
+        self._thread.join(timeout)
+        while not self._queue.empty():
+            line = self._queue.get()
+            if line is not None:
+                self.lines.append(line)
+        return "".join(self.lines)
+
+
+def start(args: list[str], env: Mapping[str, str], **options: object) -> subprocess.Popen[str]:
+    """Start ``args`` in the repository root with pipes for stdout and stderr."""
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        args,
+        cwd=ROOT,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **options,
+    )
