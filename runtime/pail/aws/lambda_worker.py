@@ -347,6 +347,10 @@ class _Observer:
         from pail.aws.observability import COUNT, MILLISECONDS
 
         tally = self.tally
+        # Durations first: Powertools prints a record by itself at 100 values
+        # of one metric, and the counters after them keep the last flush non-empty.
+        for duration in self.durations_ms:
+            metrics.add_metric(name=metrics_names.JOB_DURATION, unit=MILLISECONDS, value=duration)
         # Counters go out every invocation, zeros included, so alarms and
         # dashboards see a value rather than missing data.
         for name, value in (
@@ -357,6 +361,4 @@ class _Observer:
             (metrics_names.JOBS_RELEASED, tally.released),
         ):
             metrics.add_metric(name=name, unit=COUNT, value=value)
-        for duration in self.durations_ms:
-            metrics.add_metric(name=metrics_names.JOB_DURATION, unit=MILLISECONDS, value=duration)
         metrics.flush_metrics()
