@@ -40,6 +40,10 @@ from pail_cdk.queue import PailQueue, merge_environment, seconds
 
 DEFAULT_SCHEDULE = Duration.minutes(5)
 DEFAULT_STOP_TIMEOUT = Duration.seconds(120)
+_MAX_STOP_TIMEOUT_SECONDS = 120
+# Seconds kept after the grace period for giving the lease back (as the runtime's default:
+# 25 s of grace in ECS's default 30 s stop timeout).
+_LEASE_RELEASE_SECONDS = 5
 _HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 ECS2_REASON = (
@@ -55,6 +59,23 @@ TAG_TASKS_REASON = (
     "The EventBridge RunTask target tags the tasks it starts (ecs:TagResource); task ids "
     "are only known once started, so the ARN is limited to this cluster's tasks."
 )
+
+
+def _grace_period(stop_timeout: Duration, grace_period: Duration | None) -> Duration:
+    """The job's grace after SIGTERM: it must end before ECS's SIGKILL, with time to spare."""
+    stop = stop_timeout.to_seconds()
+    if not 0 < stop <= _MAX_STOP_TIMEOUT_SECONDS:
+        raise ValueError(
+            f"stop_timeout must be 1 s to 2 minutes, got {stop_timeout.to_human_string()}"
+        )
+    if grace_period is None:
+        return Duration.seconds(max(stop - _LEASE_RELEASE_SECONDS, 0))
+    if grace_period.to_seconds() >= stop:
+        raise ValueError(
+            f"grace_period ({grace_period.to_human_string()}) must be shorter than stop_timeout "
+            f"({stop_timeout.to_human_string()}): the lease is given back before SIGKILL"
+        )
+    return grace_period
 
 
 class FargateWorkerMode(StrEnum):
@@ -102,6 +123,7 @@ class PailFargateWorker(Construct):
         assign_public_ip: bool | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         stop_timeout: Duration = DEFAULT_STOP_TIMEOUT,
+        grace_period: Duration | None = None,
         environment: Mapping[str, str] | None = None,
     ) -> None:
         """Create the task definition and what starts it; every argument is keyword-only.
@@ -124,7 +146,9 @@ class PailFargateWorker(Construct):
         :param security_groups: default: a new group with no inbound rules.
         :param assign_public_ip: default: True when this construct created the VPC.
         :param log_retention: how long the task logs are kept.
-        :param stop_timeout: how long a stopping task has to finish its job after SIGTERM.
+        :param stop_timeout: how long ECS waits after SIGTERM before SIGKILL (at most 2 minutes).
+        :param grace_period: how long a running job may go on after SIGTERM before its lease
+            is given back; below ``stop_timeout``. Default: ``stop_timeout`` less 5 seconds.
         :param environment: more environment variables for the handler.
         """
         # Everything is checked before the construct joins the tree.
@@ -133,6 +157,7 @@ class PailFargateWorker(Construct):
         if max_jobs is not None and max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1 or None, got {max_jobs}")
         parsed_mode = FargateWorkerMode(mode)
+        grace = _grace_period(stop_timeout, grace_period)
         super().__init__(scope, construct_id)
         self.mode = parsed_mode
 
@@ -167,7 +192,7 @@ class PailFargateWorker(Construct):
         )
         queue.grant_consume(self.task_definition.task_role)
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
-        runtime_env = {config.ENV_HANDLER: handler}
+        runtime_env = {config.ENV_HANDLER: handler, config.ENV_GRACE_PERIOD: seconds(grace)}
         if max_jobs is not None:
             runtime_env[config.ENV_MAX_JOBS] = str(max_jobs)
         if time_budget is not None:

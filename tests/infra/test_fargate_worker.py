@@ -35,6 +35,7 @@ def test_given_once_mode_when_synthesised_then_the_task_runs_work_once_with_the_
         config.ENV_VISIBILITY_TIMEOUT: "30",
         config.ENV_MAX_RETRIES: "3",
         config.ENV_HANDLER: "report:run",
+        config.ENV_GRACE_PERIOD: "115",
     }
     assert container["LogConfiguration"]["LogDriver"] == "awslogs"
     assert container["LogConfiguration"]["Options"]["awslogs-stream-prefix"] == "pail"

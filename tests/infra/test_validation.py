@@ -95,6 +95,8 @@ def test_given_a_second_worker_function_when_registered_then_asks_to_opt_out(
         ({"handler": "report.run"}, "module:function"),
         ({"mode": "forever"}, "forever"),
         ({"max_jobs": 0}, "max_jobs"),
+        ({"stop_timeout": Duration.minutes(3)}, "stop_timeout must be"),
+        ({"grace_period": Duration.minutes(2)}, "lease is given back before SIGKILL"),
     ],
 )
 def test_given_bad_fargate_options_when_constructed_then_rejects_them(
