@@ -1,0 +1,148 @@
+"""``pail demo`` as a newcomer runs it, off a terminal (as in CI): what it prints, what it leaves.
+
+The demo runs as a real process in its own session, with no AWS credentials
+in its environment. The assertions are on its output: every job accounted
+for, the poison job in the dead-letter queue with its error, the killed
+worker's lease reclaimed by the reaper, and nothing left running afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.processes import LineReader, pail_script, process_env, start
+
+pytestmark = pytest.mark.slow
+
+ULID = r"[0-9A-HJKMNP-TV-Z]{26}"
+
+
+def demo_env() -> dict[str, str]:
+    """A fresh machine: no AWS account, no profile, no endpoint."""
+    env = process_env({})
+    for name in list(env):
+        if name.startswith("AWS_"):
+            del env[name]
+    env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    return env
+
+
+def session_processes(session: int) -> list[str]:
+    """The processes still alive in ``session`` (pid and command name)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # exited while we looked
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        if int(fields[3]) == session and fields[0] != "Z":
+            alive.append(f"{stat.parent.name} {name}")
+    return alive
+
+
+def assert_nothing_left(session: int, port: int) -> None:
+    deadline = time.monotonic() + 15
+    while (left := session_processes(session)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], f"the demo left processes running: {left}"
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
+
+
+def test_given_a_fresh_machine_when_demo_runs_off_a_terminal_then_every_job_is_accounted_for() -> (
+    None
+):
+    started = time.monotonic()
+    process = start([pail_script(), "demo"], demo_env(), start_new_session=True)
+    stdout, stderr = process.communicate(timeout=180)
+    elapsed = time.monotonic() - started
+    print(f"pail demo took {elapsed:.1f} s\n{stdout}")  # kept in the test log
+
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    lines = stdout.splitlines()
+
+    # Every job accounted for.
+    assert "jobs enqueued       200" in lines
+    assert "done                199" in lines
+    assert "dead-lettered       1" in lines
+    assert any(
+        line.startswith("all accounted for   yes: done + dead-lettered = enqueued")
+        for line in lines
+    )
+
+    # The poison job is in the dead-letter queue, with its error.
+    dead = re.search(rf"^Dead letter ({ULID}):$", stdout, re.MULTILINE)
+    assert dead is not None
+    assert "  attempts  4" in lines
+    assert (
+        "  error     RetiredSourceError: report fy2023_restated: source 'ledger_v1' was retired; "
+        "no data can be read for this report"
+    ) in lines
+    assert f"dlq redrive pail-demo {dead.group(1)} --endpoint-url http://127.0.0.1:" in stdout
+
+    # The killed worker's lease was reclaimed, and its job finished elsewhere.
+    killed = re.search(
+        rf"killed worker pid (\d+) with SIGKILL in the middle of job ({ULID})", stdout
+    )
+    assert killed is not None
+    pid, job_id = killed.groups()
+    assert re.search(
+        rf"reaper: lease of job {job_id} expired [\d.]+ s after its worker \(pid {pid}\) died",
+        stdout,
+    )
+    assert f"job {job_id} finished on attempt 2, on another worker: nothing lost" in stdout
+    assert re.search(
+        rf"^leases reclaimed    [1-9]\d* \(job {job_id}: worker pid {pid} was SIGKILLed",
+        stdout,
+        re.MULTILINE,
+    )
+
+    # Flaky jobs failed, were retried and succeeded.
+    assert "transient failures  5 of 5 flaky reports failed on a warehouse timeout" in stdout
+
+    # A presigned result URL for the job that survived its worker.
+    url = re.search(
+        rf"^  (http://127\.0\.0\.1:(\d+)/pail-demo/done/{job_id}\?\S+)$", stdout, re.MULTILINE
+    )
+    assert url is not None
+
+    assert_nothing_left(process.pid, int(url.group(2)))
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_given_demo_running_when_interrupted_then_it_stops_everything_it_started(how: str) -> None:
+    process = start(
+        [pail_script(), "demo", "--jobs", "60", "--workers", "2"],
+        demo_env(),
+        start_new_session=True,
+    )
+    stdout = LineReader(process.stdout)  # type: ignore[arg-type]
+    port = int(
+        stdout.wait_for("server up at http://127.0.0.1:", timeout=60).split(":")[2].split(",")[0]
+    )
+    stdout.wait_for("enqueued 60 jobs", timeout=60)
+
+    if how == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal sends: the whole group
+    else:
+        process.send_signal(signal.SIGTERM)  # `kill PID`: the demo alone
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+
+    assert process.returncode == 130
+    assert process.stderr is not None and "interrupted" in process.stderr.read()
+    assert_nothing_left(process.pid, port)
