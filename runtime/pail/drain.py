@@ -14,18 +14,21 @@ error. Python cannot kill a thread, so the abandoned handler runs on until it
 returns; whatever it returns is discarded. A handler that wants to stop
 cleanly can watch ``current_job().stopping``.
 
-A handler that raises, hangs past ``job_timeout`` or returns something that is
-not JSON fails its attempt (retried, or dead-lettered when no retries are
+A handler may be a plain function or an ``async def`` one (run on an event loop
+of its own). A handler that raises, hangs past ``job_timeout`` or returns
+something that is not JSON fails its attempt (retried, or dead-lettered when no retries are
 left) and the loop goes on: one bad job never ends a drain.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -317,12 +320,19 @@ class _Call:
         _current.set(self._job)
         started = self._clock()
         try:
-            self.result = self._handler(self._job.message.payload)
+            result = self._handler(self._job.message.payload)
+            if inspect.isawaitable(result):  # an `async def` handler: run it on a loop of its own
+                result = asyncio.run(_awaited(result))
+            self.result = result
         except BaseException as exc:  # noqa: BLE001 - handed to the supervisor, which records it on the job
             self.error = exc
         finally:
             self.duration = self._clock() - started
             self.finished.set()
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _finish(message: Message, call: _Call) -> JobReport:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -104,6 +105,19 @@ def test_given_three_jobs_when_run_once_with_a_higher_max_then_it_drains_and_sto
 
     assert (summary.processed, summary.stop_reason) == (3, "empty")
     assert [queue.result(i) for i in ids] == [{"doubled": 2 * n} for n in range(3)]
+
+
+def test_given_an_async_handler_when_run_then_its_coroutine_is_awaited() -> None:
+    queue, (job_id,) = memory_queue(1)
+
+    async def doubles_later(payload: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return job_handlers.double(payload)
+
+    summary = run(queue, doubles_later, once=True, install_signal_handlers=False)
+
+    assert summary.succeeded == 1
+    assert queue.result(job_id) == {"doubled": 0}
 
 
 def test_given_a_spent_time_budget_when_run_then_nothing_is_claimed() -> None:

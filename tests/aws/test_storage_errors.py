@@ -10,6 +10,7 @@ import pytest
 
 from pail import BucketNotFoundError, MemoryStore, Pail, StorageError
 from pail.aws.lambda_worker import lambda_worker
+from pail.aws.reaper import ReaperFunction
 from pail.local import LocalS3
 from pail.runner import EXIT_ERROR, exit_code, run
 from pail.store.base import ListPage
@@ -20,9 +21,10 @@ from tests.conftest import make_client
 class FailingListings(MemoryStore):
     """An in-memory store whose next ``failures`` listings fail as S3 would after retries."""
 
-    def __init__(self, failures: int) -> None:
+    def __init__(self, failures: int, prefix: str = "") -> None:
         super().__init__("jobs")
         self.failures = failures
+        self._prefix = prefix
 
     def list(
         self,
@@ -32,7 +34,7 @@ class FailingListings(MemoryStore):
         start_after: str | None = None,
         continuation: str | None = None,
     ) -> ListPage:
-        if self.failures > 0:
+        if self.failures > 0 and prefix.startswith(self._prefix):
             self.failures -= 1
             raise StorageError("ListObjectsV2: 503 SlowDown, retries exhausted")
         return super().list(
@@ -117,3 +119,18 @@ def test_given_a_handler_result_that_is_not_json_when_run_then_the_attempt_fails
     status = queue.status(job_id)
     assert status is not None and status.error is not None
     assert status.error.type == "PayloadError"
+
+
+def test_given_reaping_fails_when_the_reaper_runs_then_depth_is_still_published_and_it_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    queue = Pail(FailingListings(failures=1, prefix="run/"))
+    queue.enqueue({"n": 1})
+    reaper = ReaperFunction(pail=queue, logger=LogCapture().logger)
+
+    with pytest.raises(StorageError, match="SlowDown"):
+        reaper({}, None)
+
+    records = emf_records(capsys.readouterr().out)
+    assert metric_values(records, "PendingJobs") == [1]
+    assert metric_values(records, "ExpiredLeases") == [0]

@@ -45,13 +45,13 @@ from pail.aws import observability
 from pail.aws.triggers import SELF_HEAL_SOURCE
 from pail.depth import DEFAULT_MAX_PAGES, Depth, measure_depth
 from pail.envparse import read_seconds
+from pail.errors import PailError
+from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.metrics import EphemeralMetrics
-
-    from pail.protocol.reaper import ReapReport
 
 Invoker = Callable[[str, Mapping[str, Any]], None]
 """Invokes a Lambda function asynchronously: ``invoke(function_name, payload)``."""
@@ -170,8 +170,14 @@ class ReaperFunction:
         assert runtime is not None
         queue = metrics_names.queue_dimension(runtime.pail.keys.namespace)
         runtime.logger.append_keys(queue=queue)
+        failure: PailError | None = None
         with observability.runtime_logs_through(runtime.logger):
-            report = runtime.pail.reap()
+            try:
+                report = runtime.pail.reap()
+            except PailError as exc:
+                # Depth still goes out, so the alarms keep their data; the run fails after.
+                runtime.logger.exception("reaping failed")
+                report, failure = ReapReport(complete_pass=False), exc
             depth = measure_depth(
                 runtime.pail.store, runtime.pail.keys, max_pages=self._depth_pages
             )
@@ -196,6 +202,8 @@ class ReaperFunction:
             },
         }
         runtime.logger.info("reaper run", **summary)
+        if failure is not None:
+            raise failure
         return summary
 
     def _self_heal(self, runtime: _Runtime, depth: Depth) -> tuple[bool, str | None]:
