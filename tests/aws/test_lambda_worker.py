@@ -15,7 +15,14 @@ import pail
 from pail import JobState, Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.local import LocalS3
-from tests.aws.conftest import FakeContext, LogCapture, emf_records, metric_values
+from tests.aws.conftest import (
+    FakeContext,
+    LogCapture,
+    RequestCounter,
+    emf_records,
+    metric_values,
+)
+from tests.conftest import make_client
 
 
 def double(payload: dict[str, Any]) -> dict[str, Any]:
@@ -173,14 +180,20 @@ def test_given_a_drain_when_it_ends_then_emf_metrics_carry_only_the_queue_dimens
     assert all(d >= 0 for d in durations)
 
 
-def test_given_an_empty_queue_when_invoked_then_zero_counts_are_published(
-    connect: Callable[..., Pail], log_capture: LogCapture, capsys: pytest.CaptureFixture[str]
+def test_given_an_empty_queue_when_invoked_then_one_list_suffices_and_zero_counts_are_published(
+    s3_server: LocalS3,
+    bucket: str,
+    log_capture: LogCapture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    handler = lambda_worker(double, pail=connect(), logger=log_capture.logger)
+    counter = RequestCounter()
+    queue = Pail.connect(bucket, client=counter.attach(make_client(s3_server)))
+    handler = lambda_worker(double, pail=queue, logger=log_capture.logger)
 
     summary = handler({}, FakeContext())
 
     assert (summary["processed"], summary["stop_reason"]) == (0, "empty")
+    assert dict(counter.by_operation) == {"ListObjectsV2": 1}
     records = emf_records(capsys.readouterr().out)
     assert metric_values(records, "JobsProcessed") == [0]
     assert metric_values(records, "JobDuration") == []
