@@ -19,8 +19,10 @@ from pail.protocol.reaper import ReapReport
 from pail.queue import Pail, Stats
 
 
-def stats_table(pail: Pail, stats: Stats, rate: float | None = None) -> Table:
-    """The queue's counts as a one-row Rich table."""
+def stats_table(
+    pail: Pail, stats: Stats, rate: float | None = None, *, with_rate: bool = False
+) -> Table:
+    """The queue's counts as a one-row Rich table; ``with_rate`` adds a done/s column."""
     where = f"s3://{pail.bucket}/{pail.keys.root}"
     table = Table(title=f"{where}  ({pail.mode.value})", title_justify="left")
     for name, style in (
@@ -33,9 +35,9 @@ def stats_table(pail: Pail, stats: Stats, rate: float | None = None) -> Table:
     table.add_column("oldest pending", justify="right")
     cells = [str(stats.pending), str(stats.running), str(stats.done), str(stats.failed)]
     cells.append(age(stats.oldest_pending) if stats.oldest_pending else "-")
-    if rate is not None:
+    if with_rate:
         table.add_column("done/s", justify="right")
-        cells.append(f"{rate:.1f}")
+        cells.append("-" if rate is None else f"{rate:.1f}")
     table.add_row(*cells)
     return table
 
@@ -134,7 +136,7 @@ def stats(
         watch(
             out,
             pail.stats,
-            lambda s, r: stats_table(pail, s, r),
+            lambda s, r: stats_table(pail, s, r, with_rate=True),
             interval=interval,
             count=count,
         )

@@ -1,0 +1,26 @@
+"""The examples in the docstrings of the CLI and demo modules run as written."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "pail.output",
+    "pail.cli.context",
+    "pail.cli.exit_codes",
+    "pail.cli.jobs",
+    "pail.cli.local",
+    "pail.demo_jobs",
+    "pail.demo_display",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_given_module_docstring_examples_when_run_then_they_pass(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+
+    assert result.attempted > 0
+    assert result.failed == 0
