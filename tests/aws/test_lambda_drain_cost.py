@@ -51,7 +51,7 @@ def test_given_100_pending_jobs_of_50_ms_when_one_invocation_runs_then_it_drains
     stdout = capsys.readouterr().out
 
     per_job = counter.total() / JOBS
-    with capsys.disabled():  # the figure, visible with -s
+    with capsys.disabled():  # the figure, printed in the test log
         print(
             f"\n{JOBS} jobs of {JOB_SECONDS * 1000:.0f} ms, one invocation: "
             f"processed {summary['processed']}, {elapsed:.2f} s, "

@@ -14,6 +14,7 @@ import pytest
 import pail
 from pail import JobState, Pail
 from pail.aws.lambda_worker import lambda_worker
+from pail.drain import current_job
 from pail.local import LocalS3
 from tests.aws.conftest import (
     FakeContext,
@@ -105,6 +106,32 @@ def test_given_a_job_still_running_near_the_end_when_time_runs_out_then_its_leas
     released = [r for r in log_capture.records() if r["message"] == "job released"]
     assert len(released) == 1
     assert released[0]["job_id"] == job_id
+
+
+def test_given_a_cooperative_handler_when_time_runs_low_then_it_is_told_to_stop_before_release(
+    connect: Callable[..., Pail], log_capture: LogCapture
+) -> None:
+    queue = connect()
+    job_id = queue.enqueue({"n": 1})
+    context = FakeContext(remaining=20)
+
+    def checkpoints(payload: dict[str, Any]) -> dict[str, Any]:
+        job = current_job()
+        assert job is not None and job.message.id == job_id
+        context.advance(12)  # 8 s left: under the 10 s margin, above the 5 s release point
+        if not job.stopping.wait(30):
+            raise AssertionError("never told to stop")
+        return {"stopped_at": "a checkpoint"}
+
+    handler = lambda_worker(checkpoints, pail=queue, safety_margin=10, logger=log_capture.logger)
+    summary = handler({}, context)
+
+    assert (summary["succeeded"], summary["released"], summary["stop_reason"]) == (
+        1,
+        0,
+        "time_budget",
+    )
+    assert queue.result(job_id) == {"stopped_at": "a checkpoint"}
 
 
 def test_given_a_handler_that_raises_when_invoked_then_its_error_is_recorded_and_the_drain_goes_on(

@@ -14,7 +14,14 @@ from pail.aws.reaper import ReaperFunction
 from pail.depth import measure_depth
 from pail.local import LocalS3
 from pail.protocol.claim import Claimer
-from tests.aws.conftest import FakeContext, LogCapture, emf_records, metric_values
+from tests.aws.conftest import (
+    FakeContext,
+    LogCapture,
+    RequestCounter,
+    emf_records,
+    metric_values,
+)
+from tests.conftest import make_client
 
 
 class ServerTime:
@@ -98,6 +105,18 @@ def test_given_pending_running_and_dead_jobs_when_the_reaper_runs_then_it_publis
     assert units["OldestPendingAgeSeconds"] == "Seconds"
     assert units["PendingJobs"] == "Count"
     running.complete()
+
+
+def test_given_an_idle_queue_when_the_reaper_runs_then_it_costs_four_listings(
+    s3_server: LocalS3, bucket: str, log_capture: LogCapture
+) -> None:
+    counter = RequestCounter()
+    queue = Pail.connect(bucket, client=counter.attach(make_client(s3_server)))
+    reaper = ReaperFunction(pail=queue, logger=log_capture.logger, invoke_worker=Invocations())
+
+    reaper({}, FakeContext())
+
+    assert dict(counter.by_operation) == {"ListObjectsV2": 4}
 
 
 def test_given_an_expired_lease_when_the_reaper_runs_then_the_job_is_requeued_and_counted() -> None:
