@@ -251,10 +251,16 @@ def drain(
             _idle(delay, limits, clock, tick)
             continue
         delay = None
-        observer.claimed(message)
-        report = supervise(
-            handler, message, limits, job_timeout=job_timeout, clock=clock, tick=tick
-        )
+        try:
+            observer.claimed(message)
+            report = supervise(
+                handler, message, limits, job_timeout=job_timeout, clock=clock, tick=tick
+            )
+        except BaseException:
+            # Never leave a claimed job behind a heartbeat that outlives the loop.
+            if not message.settled:
+                _release(message, "the worker failed while supervising the job", 0.0)
+            raise
         tally.add(report)
         observer.settled(report)
 

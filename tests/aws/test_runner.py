@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from pail import ConfigurationError, JobState, MemoryStore, Pail
+from pail import ConfigurationError, JobState, MemoryStore, Message, Pail
+from pail.drain import JobReport, drain
 from pail.runner import (
     EXIT_CONFIG,
     EXIT_ERROR,
     EXIT_OK,
+    ProcessLimits,
     RunSummary,
     exit_code,
     load_handler,
@@ -255,3 +257,27 @@ def test_given_no_command_when_the_module_runs_then_it_prints_usage_and_exits_2(
 ) -> None:
     assert main([]) == EXIT_CONFIG
     assert "usage" in capsys.readouterr().err
+
+
+class ExplodingObserver:
+    """An observer (logging, metrics, tracing) that fails as a job starts."""
+
+    def claimed(self, message: Message) -> None:
+        raise RuntimeError("tracing backend unavailable")
+
+    def settled(self, report: JobReport) -> None:
+        raise AssertionError("never reached")
+
+
+def test_given_the_loop_fails_around_a_claimed_job_when_it_raises_then_the_job_is_released() -> (
+    None
+):
+    queue, (job_id,) = memory_queue(1)
+    limits = ProcessLimits(time_budget=None, grace_period=1, stop=None)
+
+    with pytest.raises(RuntimeError, match="tracing backend"):
+        drain(queue.claim, job_handlers.double, limits, observer=ExplodingObserver())
+
+    status = queue.status(job_id)
+    assert status is not None and status.state is JobState.PENDING
+    assert status.error is not None and status.error.type == "LeaseReleased"
