@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import overload
 
 from pail.errors import ConfigurationError
 
@@ -19,6 +20,18 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 def _text(name: str, env: Mapping[str, str] | None) -> str | None:
     value = (os.environ if env is None else env).get(name, "").strip()
     return value or None
+
+
+@overload
+def read_seconds(name: str, env: Mapping[str, str] | None = None) -> float | None: ...
+
+
+@overload
+def read_seconds(name: str, env: Mapping[str, str] | None, default: float) -> float: ...
+
+
+@overload
+def read_seconds(name: str, env: Mapping[str, str] | None = None, *, default: float) -> float: ...
 
 
 def read_seconds(

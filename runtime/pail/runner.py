@@ -455,7 +455,7 @@ def _run_from_args(args: argparse.Namespace, *, once: bool, env: Mapping[str, st
         max_jobs=max_jobs,
         time_budget=budget,
         poll_interval=getattr(args, "poll_interval", 20.0),
-        grace_period=DEFAULT_GRACE_PERIOD if grace is None else grace,
+        grace_period=grace,
         job_timeout=job_timeout,
     )
 

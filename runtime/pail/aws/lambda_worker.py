@@ -171,7 +171,6 @@ class LambdaWorker:
         margin = self._margin
         if margin is None:
             margin = read_seconds(config.ENV_SAFETY_MARGIN, env, DEFAULT_SAFETY_MARGIN)
-        assert margin is not None
         if margin <= 0:
             raise ConfigurationError(f"the safety margin must be > 0 seconds, got {margin}")
         reserve = margin / 2 if self._reserve is None else self._reserve

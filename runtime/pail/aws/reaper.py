@@ -162,7 +162,7 @@ class ReaperFunction:
             logger=self._logger or observability.build_logger(observability.REAPER_SERVICE, env),
             metrics=self._metrics or observability.build_metrics(pail.keys.namespace),
             worker_function=self._worker_function or env.get(config.ENV_WORKER_FUNCTION) or None,
-            self_heal_after=DEFAULT_SELF_HEAL_AFTER if after is None else after,
+            self_heal_after=after,
         )
 
     def _run(self, event: Any, context: Any) -> dict[str, Any]:
