@@ -70,7 +70,7 @@ READ_RESULTS = Access(objects={DONE: (GET,)}, lists=(DONE,))
 READ_STATUS = Access(objects=dict.fromkeys(ALL_PREFIXES, (GET,)), lists=ALL_PREFIXES)
 
 _WILDCARD_REASON = (
-    "Object ARNs are scoped to this pail queue's '{prefixes}' key prefixes; the trailing "
+    "The object ARN is scoped to one key prefix of a pail queue, '{prefix}'; the trailing "
     "wildcard stands for the job id, which is only known at run time."
 )
 
@@ -85,10 +85,10 @@ def grant(bucket: s3.IBucket, keys: Keys, grantee: iam.IGrantable, access: Acces
     for prefix, actions in access.objects.items():
         by_actions.setdefault(tuple(sorted(actions)), []).append(prefix)
     grants: list[iam.Grant] = []
-    object_arns: list[str] = []
+    object_arns: dict[str, str] = {}  # prefix -> its object ARN
     for actions, prefixes in by_actions.items():
         arns = [bucket.arn_for_objects(f"{keys.prefix(prefix)}*") for prefix in prefixes]
-        object_arns.extend(arns)
+        object_arns.update(zip(prefixes, arns, strict=True))
         grants.append(
             iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=arns)
         )
@@ -108,10 +108,10 @@ def grant(bucket: s3.IBucket, keys: Keys, grantee: iam.IGrantable, access: Acces
             grants.append(bucket.encryption_key.grant_decrypt(grantee))
     principal = grantee.grant_principal
     if isinstance(principal, Construct):
-        names = ", ".join(keys.prefix(prefix) for prefix in access.objects)
-        nag.acknowledge_wildcard_resources(
-            principal, object_arns, _WILDCARD_REASON.format(prefixes=names)
-        )
+        for prefix, arn in object_arns.items():
+            nag.acknowledge_wildcard_resources(
+                principal, [arn], _WILDCARD_REASON.format(prefix=keys.prefix(prefix))
+            )
     combined = grants[0]
     for other in grants[1:]:
         combined = combined.combine(other)
