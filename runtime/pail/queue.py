@@ -221,8 +221,10 @@ class Pail:
             stats=self.write_stats,
             reason="enqueue",
         )
-        if written is None:  # pragma: no cover - a ULID collision
-            raise StorageError(f"job id {job_id} already exists")
+        if written is None:
+            # Only our own earlier try can have held a fresh ULID: it landed, its
+            # response was lost, and a worker has taken the job since.
+            log.info("job %s: enqueued by an earlier try whose response was lost", job_id)
         return job_id
 
     # -- consuming ----------------------------------------------------------

@@ -16,8 +16,10 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
    was claimed and finished by someone else after step 1 (unless the delete
    was ours, retried, which ``done/`` tells apart); if it changed, it is a
    newer entry whose own claim will run it.
-4. For a retry entry (attempts >= 1), HEAD ``done/{id}``: a stalled worker's
-   late retry can leave an entry for a job that has since ended.
+4. HEAD ``done/{id}``: an entry can outlive its job. A stalled worker's late
+   retry can leave one for a job that has since ended; so can a producer's
+   create-only PUT whose response was lost, retried (by botocore) after a
+   worker had already claimed and finished the job.
 """
 
 from __future__ import annotations
@@ -176,8 +178,6 @@ class Claimer:
 
     def _ended(self, envelope: Envelope, job_id: str) -> bool:
         """Step 4: True if this entry is stale because the job already ended."""
-        if envelope.attempts == 0 and not envelope.redriven:
-            return False
         done = self._store.head(self._keys.done(job_id))
         if done is None:
             return False

@@ -19,14 +19,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, RETRYING, ErrorInfo, LeaseRecord
-from pail.errors import DecodeError
+from pail.codec import (
+    DYING,
+    META_OUTCOME,
+    OUTCOME_DEAD,
+    RETRYING,
+    Envelope,
+    ErrorInfo,
+    LeaseRecord,
+)
+from pail.errors import ConditionFailedError, DecodeError
 from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import transitions
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.store.base import ObjectInfo, Store
+from pail.store.base import ObjectInfo, Store, StoredObject
 
 log = logging.getLogger("pail")
 
@@ -119,17 +127,21 @@ class Reaper:
         job_id = record.job_id
         done = self._store.head(self._keys.done(job_id))
         if done is not None:
-            if done.metadata.get(META_OUTCOME) == OUTCOME_DEAD and record.state == DYING:
+            if done.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
+                # The marker is the decision to dead-letter, made by a DYING owner
+                # or by a reaper (whose fenced lease stays RUNNING) that died
+                # before the dlq/ record: finish it either way.
+                error = record.error if record.state == DYING else _expired(record, final=True)
                 transitions.dead_letter(
-                    self._store, self._keys, record, etag, error=record.error, stats=self._stats
+                    self._store, self._keys, record, etag, error=error, stats=self._stats
                 )
             else:
                 delete_if_unchanged(self._store, self._keys.run(job_id), etag)
             report.cleaned += 1
             return
-        if self._store.head(self._keys.queue(job_id)) is not None:
-            # The claim died before removing the pending entry, or a retry was
-            # written before its lease was dropped: the job is pending already.
+        pending = self._store.get(self._keys.queue(job_id))
+        if pending is not None and not self._take_claimed_entry(record, pending):
+            # A retry was written before its lease was dropped: the job is pending already.
             delete_if_unchanged(self._store, self._keys.run(job_id), etag)
             report.cleaned += 1
             return
@@ -158,6 +170,29 @@ class Reaper:
         report.requeued += 1
         report.requeued_ids.append(job_id)
         log.info("job %s requeued by the reaper after attempt %d", job_id, record.attempt)
+
+    def _take_claimed_entry(self, record: LeaseRecord, pending: StoredObject) -> bool:
+        """Take the pending entry this lease's claim read; False if it is a newer one.
+
+        The claim that wrote the lease never deleted its entry (step 3). It may
+        have died, or only stalled: a stalled claim would still delete it (the
+        entry is unchanged, so its If-Match holds) after this reaper dropped
+        the lease, leaving the job with no object at all. So the reaper does
+        step 3 itself, and then ends the expired attempt like any other. An
+        entry with as many attempts as the lease is a retry already written.
+        """
+        try:
+            if Envelope.decode(pending.body).attempts >= record.attempt:
+                return False
+        except DecodeError:
+            return False  # garbage under queue/: a claimer dead-letters it
+        try:
+            self._store.delete(pending.key, if_match=pending.etag)
+        except ConditionFailedError:
+            # Gone: the stalled claim took it after all, and runs on a lease
+            # that is fenced now; ours to end. Changed: a newer entry, pending.
+            return self._store.head(pending.key) is None
+        return True
 
 
 def _expired(record: LeaseRecord, *, final: bool) -> ErrorInfo:

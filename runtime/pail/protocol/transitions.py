@@ -20,9 +20,11 @@ from pail.codec import (
     OUTCOME_DEAD,
     OUTCOME_SUCCEEDED,
     DeadLetter,
+    Envelope,
     ErrorInfo,
     LeaseRecord,
 )
+from pail.errors import DecodeError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -49,22 +51,47 @@ def requeue(
 ) -> Ending:
     """Write the next pending entry for the job, then drop the lease.
 
-    If a pending entry already exists it is kept: it was written by an
-    earlier try of this same transition, or by a stalled worker, and either
-    way the job is pending, which is what this step must ensure.
+    If a pending entry already exists with at least as many attempts, it is
+    kept: it was written by an earlier try of this same transition, and the
+    job is pending, which is what this step must ensure. One with fewer
+    attempts is stale (a stalled worker's late retry, or a producer's PUT
+    that botocore retried after a worker had claimed the job) and is
+    replaced under ``If-Match``: kept, it would run attempts over again,
+    past ``max_retries``.
     """
     envelope = record.envelope(attempts=attempts, last_error=error)
-    put_conditional(
+    key = keys.queue(record.job_id)
+    written = put_conditional(
         store,
-        keys.queue(record.job_id),
+        key,
         envelope.encode(),
         envelope.write,
         if_none_match=True,
         stats=stats,
         reason="requeue",
     )
+    if written is None:
+        current = store.get(key)
+        if current is not None and _attempts(current.body) < attempts:
+            put_conditional(
+                store,
+                key,
+                envelope.encode(),
+                envelope.write,
+                if_match=current.etag,
+                stats=stats,
+                reason="requeue",
+            )
     delete_if_unchanged(store, keys.run(record.job_id), lease_etag)
     return Ending.REQUEUED
+
+
+def _attempts(body: bytes) -> int:
+    """The attempts of a pending entry; garbage counts as current (it is dead-lettered by a claim)."""
+    try:
+        return Envelope.decode(body).attempts
+    except DecodeError:
+        return 1 << 30
 
 
 def dead_letter(

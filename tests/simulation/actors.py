@@ -1,0 +1,211 @@
+"""The actors that drive pail's real protocol code in the simulation.
+
+The worker is ``Pail.work`` + ``run_message`` unrolled, with the same calls in
+the same order (``Claimer.claim``, then ``settle.complete`` or ``settle.fail``)
+and the same error handling; only the heartbeat differs: instead of
+``Message``'s background thread it is an actor of the worker's process that
+calls ``Lease.renew`` every ``visibility_timeout / 3`` simulated seconds, and
+is stopped and joined before the job is settled, as ``Message`` does.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pail.codec import Envelope, ErrorInfo
+from pail.errors import LeaseLostError, PailError, StorageError
+from pail.protocol import settle
+from pail.protocol.claim import Claimer
+from pail.protocol.lease import Lease
+from pail.protocol.reaper import Reaper
+from pail.protocol.writes import put_conditional
+from pail.worker import Polling
+from tests.simulation.scheduler import Actor, Process
+
+if TYPE_CHECKING:
+    from tests.simulation.harness import World
+
+POLL_FLOOR = 0.1
+POLL_CEILING = 2.0
+
+
+def sim_job_id(index: int) -> str:
+    """A fixed-width id that sorts in enqueue order, like a ULID (Crockford digits only)."""
+    return f"{index:026d}"
+
+
+def producer(world: World, process: Process) -> None:
+    """Enqueue the run's jobs as ``Pail.enqueue`` does, retrying each until it is written."""
+    for index in range(world.config.jobs):
+        world.scheduler.sleep(world.rng.uniform(0, world.config.enqueue_window))
+        job_id = sim_job_id(index)
+        world.ledger.expect(job_id)
+        envelope = Envelope(payload={"n": index}, enqueued_at=world.store.server_now().isoformat())
+        while True:
+            try:
+                written = put_conditional(
+                    world.store,
+                    world.keys.queue(job_id),
+                    envelope.encode(),
+                    envelope.write,
+                    if_none_match=True,
+                    stats=world.stats,
+                    reason="enqueue",
+                )
+            except StorageError:
+                world.scheduler.sleep(world.rng.uniform(0.05, 0.5))
+                continue
+            if written is None:
+                # As Pail.enqueue: our earlier try landed and the job was taken since.
+                world.counts["enqueue_ambiguous"] += 1
+            break
+    world.producer_done = True
+
+
+def worker(world: World, process: Process) -> None:
+    """``Pail.work``: claim, run, settle, forever; idle polling backs off."""
+    config = world.config
+    clock = world.scheduler.clock(process)
+    claimer = Claimer(
+        world.store,
+        world.keys,
+        visibility_timeout=config.visibility_timeout,
+        clock=clock,
+        owner=process.name,
+        stats=world.stats,
+        rng=random.Random(world.rng.getrandbits(32)),
+        page_size=config.page_size,
+    )
+    polling = Polling(POLL_FLOOR, POLL_CEILING)
+    wait: float | None = None
+    while True:
+        claim_started = world.scheduler.now
+        try:
+            lease = claimer.claim()
+        except StorageError as exc:
+            world.ledger.note(f"claim failed: {exc}")
+            lease = None
+        if lease is None:
+            wait = polling.next(wait)
+            world.scheduler.sleep(wait)
+            continue
+        wait = None
+        _run_job(world, process, lease, claim_started)
+
+
+@dataclass(eq=False)
+class _Beat:
+    stop: bool = False
+    finished: bool = False
+    idle: bool = False
+    actor: Actor | None = None
+    joiner: Actor | None = None
+
+    def stopping(self) -> bool:
+        return self.stop
+
+
+def _heartbeat(world: World, lease: Lease, beat: _Beat) -> None:
+    """``pail.heartbeat.Heartbeat._run``: renew every interval until stopped or lost."""
+    interval = world.config.visibility_timeout / 3
+    try:
+        while not beat.stop:
+            delay = interval
+            if world.chaos_on and world.rng.random() < world.config.heartbeat_delay_probability:
+                delay += world.config.visibility_timeout * world.rng.uniform(0.3, 1.5)
+                world.counts["heartbeat_delays"] += 1
+                world.ledger.note(f"heartbeat of job {lease.job_id} delayed to {delay:.3f} s")
+            beat.idle = True
+            world.scheduler.sleep(delay)
+            beat.idle = False
+            if beat.stopping():  # set by the worker while this actor slept
+                return
+            try:
+                lease.renew()
+            except LeaseLostError:
+                world.ledger.note(f"heartbeat: lease on job {lease.job_id} lost")
+                return
+            except PailError as exc:
+                world.ledger.note(f"heartbeat failed, will retry: {exc}")
+    finally:
+        beat.finished = True
+        if beat.joiner is not None:
+            world.scheduler.wake(beat.joiner)
+
+
+def _stop_heartbeat(world: World, beat: _Beat) -> None:
+    """``Heartbeat.stop``: wake it if it is waiting, and join it."""
+    beat.stop = True
+    if beat.actor is not None and beat.idle:
+        world.scheduler.wake(beat.actor)
+    beat.joiner = world.scheduler.current
+    while not beat.finished:
+        world.scheduler.sleep(world.config.visibility_timeout * 100)
+
+
+def _run_job(world: World, process: Process, lease: Lease, claim_started: float) -> None:
+    """``run_message``: the handler, then ``complete`` or ``fail``, errors handled the same way."""
+    record = lease.record
+    execution = world.ledger.execution_started(process, lease.job_id, record.attempt, claim_started)
+    beat = _Beat()
+    beat.actor = world.scheduler.spawn(
+        process, f"{process.name}/hb", lambda: _heartbeat(world, lease, beat)
+    )
+    duration, raises = world.handler_outcome(lease.job_id, record.attempt)
+    # The handler runs; its process can crash or stall half-way through.
+    world.scheduler.sleep(duration / 2)
+    world.checkpoint_current()
+    world.scheduler.sleep(duration / 2)
+    world.ledger.execution_ended(execution)
+    _stop_heartbeat(world, beat)
+    policy = world.policy
+    try:
+        if raises:
+            error = ErrorInfo("SimulatedError", f"attempt {record.attempt} failed")
+            ending = settle.fail(world.store, world.keys, lease, error, policy, world.stats)
+            execution.recorded = True
+            world.ledger.note(f"job {lease.job_id} failed: {ending}")
+        elif lease.lost:
+            lost = ErrorInfo("Failed", "lease lost while running")
+            settle.fail(world.store, world.keys, lease, lost, policy, world.stats)
+            execution.recorded = False
+        else:
+            result = {"job": lease.job_id, "attempt": record.attempt, "by": process.name}
+            won = settle.complete(world.store, world.keys, lease, result, policy, world.stats)
+            execution.recorded = won
+            world.ledger.note(f"job {lease.job_id} completed: {'recorded' if won else 'dropped'}")
+    except LeaseLostError as exc:
+        execution.recorded = False
+        world.ledger.note(f"job {lease.job_id}: settle found the lease lost: {exc}")
+    except PailError as exc:
+        # Pail.work catches StorageError and goes on; Message.complete catches PailError.
+        execution.recorded = False
+        world.ledger.note(f"job {lease.job_id}: settle failed: {exc}")
+
+
+def reaper(world: World, process: Process) -> None:
+    """A scheduled reaper: ``Reaper.reap`` every period, surviving storage errors."""
+    config = world.config
+    instance = Reaper(
+        world.store,
+        world.keys,
+        world.policy,
+        stats=world.stats,
+        page_size=config.reaper_page_size,
+        max_pages=config.reaper_max_pages,
+    )
+    while True:
+        world.scheduler.sleep(config.reaper_period * world.rng.uniform(0.5, 1.5))
+        try:
+            report = instance.reap()
+        except PailError as exc:
+            world.ledger.note(f"reap failed: {exc}")
+            continue
+        world.counts["reaper_passes"] += 1
+        if report.expired:
+            world.ledger.note(
+                f"reaped: requeued {report.requeued_ids} dead {report.dead_lettered_ids} "
+                f"cleaned {report.cleaned} renewed {report.renewed}"
+            )

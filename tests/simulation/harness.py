@@ -1,0 +1,368 @@
+"""One simulated run per seed: the world, its chaos, the end-of-run checks and the report.
+
+``run_seed(seed)`` builds everything from the seed alone: the shape of the
+run (jobs, workers, reapers, retry policy, fault and crash rates, standard
+or express listing), the scheduler's interleaving, every fault, crash and
+stall, and every handler's duration and outcome. The same seed always
+replays the same run (``scripts/simulate --seed S``).
+
+A run has two phases. While chaos is on, requests fail, processes crash and
+stall, heartbeats are late. Then chaos stops (stalls in progress still run
+out) and the run goes on until it is quiet: every job terminal, nothing in
+``queue/`` or ``run/``, no execution open, no process frozen, and still so
+after a settling margin (a zombie that wakes up late may write again). A run
+that does not get quiet within its time limit fails as stuck.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from itertools import count
+
+from pail.keys import Keys
+from pail.protocol.settle import Policy
+from pail.protocol.writes import WriteStats
+from pail.store.base import StoredObject
+from tests.simulation import actors
+from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
+from tests.simulation.scheduler import Actor, Process, Scheduler
+from tests.simulation.sim_store import FaultRates, Latency, SimStore
+
+MAX_STEPS = 300_000
+SETTLE_ROUNDS = 4
+
+ActorBody = Callable[["World", Process], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A queue protocol to simulate: its actors and how it stores a terminal state."""
+
+    name: str
+    rules: Rules
+    producer: ActorBody
+    worker: ActorBody
+    reaper: ActorBody
+
+
+PAIL = Model("pail", Rules.PAIL, actors.producer, actors.worker, actors.reaper)
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """The shape of one run, drawn from its seed."""
+
+    seed: int
+    jobs: int
+    workers: int
+    reapers: int
+    max_retries: int | None
+    visibility_timeout: float
+    fail_probability: float
+    long_handler_probability: float
+    faults: FaultRates
+    latency: Latency
+    crash_probability: float
+    stall_probability: float
+    heartbeat_delay_probability: float
+    express: bool
+    page_size: int
+    reaper_page_size: int
+    reaper_max_pages: int
+    reaper_period: float
+    enqueue_window: float
+    chaos_duration: float
+    clock_skew: float
+
+    @classmethod
+    def for_seed(cls, seed: int, *, chaos: bool = True) -> SimConfig:
+        """A small, cheap run whose every knob is drawn from ``seed``.
+
+        ``chaos=False`` keeps the shape but injects nothing: no fault, crash,
+        stall or late heartbeat; only the scheduling (and slow requests) vary.
+        """
+        config = cls._draw(seed)
+        if chaos:
+            return config
+        return replace(
+            config,
+            faults=FaultRates(),
+            crash_probability=0.0,
+            stall_probability=0.0,
+            heartbeat_delay_probability=0.0,
+        )
+
+    @classmethod
+    def _draw(cls, seed: int) -> SimConfig:
+        rng = random.Random(f"config-{seed}")
+        vt = rng.choice([2.0, 3.0, 5.0])
+        fault_total = rng.choice([0.0, 0.02, 0.08, 0.2])
+        split = [rng.random() for _ in range(3)]
+        share = [fault_total * s / sum(split) for s in split]
+        return cls(
+            seed=seed,
+            jobs=rng.randint(1, 5),
+            workers=rng.randint(1, 4),
+            reapers=rng.choice([1, 1, 2]),
+            max_retries=rng.choice([0, 1, 2, 3, None]),
+            visibility_timeout=vt,
+            fail_probability=rng.choice([0.0, 0.2, 0.5]),
+            long_handler_probability=rng.choice([0.0, 0.1, 0.3]),
+            faults=FaultRates(
+                transient=share[0],
+                conflict=share[1],
+                timeout_after_apply=share[2],
+                attempts=rng.choice([1, 2, 3, 5]),
+            ),
+            latency=Latency(
+                tail_probability=rng.choice([0.0, 0.02, 0.1]),
+                tail_high=rng.choice([0.5, 2.0, vt * 1.5]),
+                response_timeout=rng.uniform(0.1, vt / 2),
+            ),
+            crash_probability=rng.choice([0.0, 0.002, 0.01, 0.03]),
+            stall_probability=rng.choice([0.0, 0.002, 0.01, 0.03]),
+            heartbeat_delay_probability=rng.choice([0.0, 0.05, 0.2]),
+            express=rng.random() < 0.3,
+            page_size=rng.choice([1, 2, 5, 100]),
+            reaper_page_size=rng.choice([1, 2, 1000]),
+            reaper_max_pages=rng.choice([1, 10]),
+            reaper_period=vt * rng.uniform(0.3, 2.0),
+            enqueue_window=vt * rng.uniform(0.0, 2.0),
+            chaos_duration=vt * rng.uniform(3.0, 12.0),
+            clock_skew=rng.choice([0.0, 0.5, vt]),
+        )
+
+
+@dataclass
+class Outcome:
+    """What one run found."""
+
+    seed: int
+    model: str
+    config: SimConfig
+    violations: list[Violation]
+    counts: Counter[str]
+    faults: Counter[str]
+    sim_time: float
+    steps: int
+    trace: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.violations)
+
+    def kinds(self) -> set[Kind]:
+        return {v.kind for v in self.violations}
+
+    def report(self) -> str:
+        """The seed, the run's shape, what broke, and the steps that led there."""
+        lines = [
+            f"seed {self.seed} ({self.model}): {len(self.violations)} violation(s), "
+            f"t={self.sim_time:.1f} s simulated, {self.steps} steps",
+            f"replay: scripts/simulate --seed {self.seed}"
+            + ("" if self.model == "pail" else f" --model {self.model}"),
+            "config: " + ", ".join(f"{k}={v}" for k, v in asdict(self.config).items()),
+            *(f"  {v}" for v in self.violations[:10]),
+            "trace (events of the jobs involved, and every crash and stall):",
+            *self.trace,
+        ]
+        return "\n".join(lines)
+
+
+class World:
+    """Everything one run shares: scheduler, store, ledger, chaos. Also the store's observer."""
+
+    def __init__(self, config: SimConfig, model: Model = PAIL, *, full_trace: bool = False) -> None:
+        self.config = config
+        self.full_trace = full_trace
+        self.model = model
+        self.rng = random.Random(config.seed)
+        self.scheduler = Scheduler()
+        self.ledger = Ledger(
+            self.scheduler,
+            visibility_timeout=config.visibility_timeout,
+            max_retries=config.max_retries,
+            rules=model.rules,
+        )
+        self.store = SimStore(
+            self.scheduler,
+            random.Random(self.rng.getrandbits(64)),
+            self,
+            bucket="sim--use1-az4--x-s3" if config.express else "sim",
+            ordered_listing=not config.express,
+            faults=config.faults,
+            latency=config.latency,
+        )
+        self.keys = Keys()
+        self.policy = Policy(config.max_retries, config.visibility_timeout)
+        self.stats = WriteStats()
+        self.counts: Counter[str] = Counter()
+        self.chaos_on = True
+        self.producer_done = False
+        self.last_stall_end = 0.0
+        self.skews: dict[Process, float] = {}
+        self._numbers = count(1)
+        self._outcomes: dict[tuple[str, int], tuple[float, bool]] = {}
+
+    # -- the store's observer ---------------------------------------------
+
+    def mutated(
+        self, key: str, before: StoredObject | None, after: StoredObject | None, actor: Actor | None
+    ) -> None:
+        self.ledger.mutated(key, before, after, actor)
+
+    def request(self, actor: Actor | None, op: str, key: str, outcome: str) -> None:
+        self.ledger.request(actor, op, key, outcome)
+
+    def checkpoint(self, actor: Actor) -> None:
+        """Maybe crash or stall ``actor``'s process, here, between two requests."""
+        process = actor.process
+        if not self.chaos_on or process.kind == "producer":
+            return
+        roll = self.rng.random()
+        if roll < self.config.crash_probability:
+            self._crash(process)
+        elif roll < self.config.crash_probability + self.config.stall_probability:
+            self._stall(process)
+
+    def checkpoint_current(self) -> None:
+        actor = self.scheduler.current
+        assert actor is not None
+        self.checkpoint(actor)
+
+    # -- processes --------------------------------------------------------
+
+    def start(self, kind: str, delay: float = 0.0) -> Process:
+        number = next(self._numbers)
+        process = self.scheduler.new_process(
+            f"{kind}-{number}", kind, clock_offset=self.rng.uniform(0, 1000)
+        )
+        self.skews[process] = self.rng.uniform(-self.config.clock_skew, self.config.clock_skew)
+        body = {
+            "producer": self.model.producer,
+            "worker": self.model.worker,
+            "reaper": self.model.reaper,
+        }[kind]
+        self.scheduler.spawn(process, process.name, lambda: body(self, process), delay)
+        return process
+
+    def wall_clock(self, process: Process) -> float:
+        """``process``'s wall clock in simulated seconds: server time plus its skew."""
+        return self.scheduler.now + self.skews.get(process, 0.0)
+
+    def _crash(self, process: Process) -> None:
+        self.ledger.process_crashed(process)
+        self.start(process.kind, delay=self.rng.uniform(0.05, self.config.visibility_timeout))
+        self.scheduler.crash(process)
+
+    def _stall(self, process: Process) -> None:
+        until = self.scheduler.now + self.config.visibility_timeout * self.rng.uniform(1.1, 3.0)
+        self.counts["stalls"] += 1
+        self.ledger.note(f"process {process.name} stalls until t={until:.3f}")
+        self.scheduler.freeze(process, until)
+        self.last_stall_end = max(self.last_stall_end, until)
+        self.scheduler.sleep(0)
+
+    # -- jobs -------------------------------------------------------------
+
+    def handler_outcome(self, job_id: str, attempt: int) -> tuple[float, bool]:
+        """How long the handler runs and whether it raises; fixed per (job, attempt)."""
+        key = (job_id, attempt)
+        if key not in self._outcomes:
+            vt = self.config.visibility_timeout
+            if self.rng.random() < self.config.long_handler_probability:
+                duration = self.rng.uniform(vt, 3 * vt)
+            else:
+                duration = self.rng.uniform(0.0, vt / 2)
+            self._outcomes[key] = (duration, self.rng.random() < self.config.fail_probability)
+        return self._outcomes[key]
+
+    # -- the run ----------------------------------------------------------
+
+    def quiet(self) -> bool:
+        live = self.ledger.live
+        return (
+            self.producer_done
+            and live[QUEUE] == 0
+            and live[RUN] == 0
+            and self.ledger.terminal == self.config.jobs
+            and self.ledger.open_executions == 0
+            and self.scheduler.now >= self.last_stall_end
+        )
+
+    def run(self) -> Outcome:
+        # pail logs every retry and reclaim; thousands of runs need none of it.
+        logger = logging.getLogger("pail")
+        was_disabled, logger.disabled = logger.disabled, True
+        try:
+            return self._run()
+        finally:
+            logger.disabled = was_disabled
+
+    def _run(self) -> Outcome:
+        config = self.config
+        scheduler = self.scheduler
+        self.start("producer")
+        for _ in range(config.workers):
+            self.start("worker")
+        for _ in range(config.reapers):
+            self.start("reaper")
+        scheduler.run(self.quiet, max_steps=MAX_STEPS, until=config.chaos_duration)
+        self.chaos_on = False
+        self.store.faults_enabled = False
+        limit = config.chaos_duration + 60 * config.visibility_timeout
+        margin = 3 * config.visibility_timeout + config.latency.tail_high
+        for _ in range(SETTLE_ROUNDS):
+            scheduler.run(self.quiet, max_steps=MAX_STEPS, until=limit)
+            # Quiet now; a zombie that wakes late may still write: run on a while.
+            scheduler.run(lambda: False, max_steps=MAX_STEPS, until=scheduler.now + margin)
+            if self.quiet() or scheduler.now >= limit or scheduler.steps >= MAX_STEPS:
+                break
+        self.ledger.check_quiescent()
+        scheduler.shutdown()
+        violations = self.ledger.violations
+        jobs = {v.job_id for v in violations}
+        counts = self.ledger.summary() + self.counts
+        counts["requests"] = self.store.requests
+        return Outcome(
+            seed=config.seed,
+            model=self.model.name,
+            config=config,
+            violations=list(violations),
+            counts=counts,
+            faults=Counter(self.store.injected),
+            sim_time=scheduler.now,
+            steps=scheduler.steps,
+            trace=self.ledger.trace(jobs if violations else set(self.ledger.jobs))
+            if violations or self.full_trace
+            else [],
+        )
+
+
+def model_named(name: str) -> Model:
+    """``pail`` (the protocol under test) or ``original`` (pailq 0.1.1, the known-bad model)."""
+    if name == PAIL.name:
+        return PAIL
+    if name == "original":
+        from tests.simulation import original_model
+
+        return original_model.model()
+    raise ValueError(f"unknown model {name!r}: use 'pail' or 'original'")
+
+
+def run_seed(
+    seed: int, model: Model = PAIL, *, chaos: bool = True, full_trace: bool = False
+) -> Outcome:
+    """Simulate the run of ``seed`` and check every invariant; see the module docstring.
+
+    The outcome's trace holds the events of the jobs involved in a failure
+    (every event with ``full_trace``).
+
+    >>> run_seed(1).failed
+    False
+    """
+    return World(SimConfig.for_seed(seed, chaos=chaos), model, full_trace=full_trace).run()

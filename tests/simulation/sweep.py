@@ -1,0 +1,100 @@
+"""Many seeds at once, spread over processes: what CI and ``scripts/simulate`` run.
+
+Seeds are cut into chunks; each worker process simulates a chunk and sends
+back only the totals and the reports of the seeds that failed, so a sweep's
+cost is the simulation itself.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from tests.simulation.harness import model_named, run_seed
+
+CHUNK = 250
+
+
+@dataclass
+class Sweep:
+    """The totals of many runs, and the report of every one that failed."""
+
+    seeds: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    failed_seeds: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, other: Sweep) -> None:
+        self.seeds += other.seeds
+        self.counts += other.counts
+        self.faults += other.faults
+        self.kinds += other.kinds
+        self.failures += other.failures
+        self.failed_seeds += other.failed_seeds
+
+    def summary(self) -> str:
+        """One paragraph of figures for logs and reports."""
+        c = self.counts
+        faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items())) or "none"
+        return (
+            f"{self.seeds} seeds in {self.seconds:.1f} s, {len(self.failed_seeds)} failed "
+            f"{dict(self.kinds) if self.kinds else ''}\n"
+            f"  jobs: {c['jobs_done']} done, {c['jobs_dead']} dead-lettered, lost 0 and stuck 0 "
+            f"unless listed above\n"
+            f"  requests {c['requests']}, faults injected: {faults}\n"
+            f"  crashes {c['crashes']}, stalls {c['stalls']}, late heartbeats "
+            f"{c['heartbeat_delays']}, reaper passes {c['reaper_passes']}\n"
+            f"  executions {c['executions']}: clean {c['executions_clean']}, cut short by a "
+            f"crash {c['executions_crashed']}, lease lapsed (stall or late heartbeat) "
+            f"{c['executions_lapsed']}; duplicates (runs beyond a job's first) {c['duplicates']}"
+        )
+
+
+def _chunk(seeds: Sequence[int], model: str, chaos: bool) -> Sweep:
+    result = Sweep()
+    chosen = model_named(model)
+    for seed in seeds:
+        outcome = run_seed(seed, chosen, chaos=chaos)
+        result.seeds += 1
+        result.counts += outcome.counts
+        result.faults += outcome.faults
+        if outcome.failed:
+            result.failed_seeds.append(seed)
+            result.failures.append(outcome.report())
+            result.kinds.update(str(kind) for kind in outcome.kinds())
+    return result
+
+
+def _chunks(seeds: range) -> Iterator[range]:
+    for start in range(seeds.start, seeds.stop, CHUNK):
+        yield range(start, min(start + CHUNK, seeds.stop))
+
+
+def sweep(seeds: range, *, model: str = "pail", chaos: bool = True, processes: int = 2) -> Sweep:
+    """Simulate every seed in ``seeds`` on ``processes`` processes; see ``Sweep``.
+
+    >>> sweep(range(3), processes=1).failed_seeds
+    []
+    """
+    began = time.perf_counter()
+    total = Sweep()
+    if processes <= 1:
+        for chunk in _chunks(seeds):
+            total.add(_chunk(chunk, model, chaos))
+    else:
+        # spawn, not fork: the caller (pytest) may have threads running.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(processes, mp_context=context) as pool:
+            futures = [pool.submit(_chunk, chunk, model, chaos) for chunk in _chunks(seeds)]
+            for future in futures:
+                total.add(future.result())
+    total.failed_seeds.sort()
+    total.seconds = time.perf_counter() - began
+    return total
