@@ -32,12 +32,15 @@ class ConditionFailedError(StorageError):
 
     ``missing`` is True when the condition failed because the object does not
     exist (S3 answers 404 for ``If-Match`` on a missing key; some servers 412).
+    ``retried`` is False only when the store knows the request was sent once:
+    then the failure cannot be against a write of the caller's own.
     """
 
-    def __init__(self, key: str, *, missing: bool = False) -> None:
+    def __init__(self, key: str, *, missing: bool = False, retried: bool = True) -> None:
         super().__init__(f"condition failed on {key!r}" + (" (missing)" if missing else ""))
         self.key = key
         self.missing = missing
+        self.retried = retried
 
 
 class ConflictError(StorageError):

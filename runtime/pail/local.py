@@ -36,6 +36,7 @@ SECRET_KEY = "pail-local-secret"
 REGION = "us-east-1"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
+
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 

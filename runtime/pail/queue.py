@@ -225,7 +225,22 @@ class Pail:
             # Only our own earlier try can have held a fresh ULID: it landed, its
             # response was lost, and a worker has taken the job since.
             log.info("job %s: enqueued by an earlier try whose response was lost", job_id)
+        elif written.retried:
+            self._drop_recreated_entry(job_id, written.etag)
         return job_id
+
+    def _drop_recreated_entry(self, job_id: str, etag: str) -> None:
+        """A retried enqueue landed: if an earlier try landed too and a worker took it, undo ours.
+
+        botocore resends a PUT whose response was lost; if the first one was
+        applied and the job claimed (its entry deleted) meanwhile, the resend
+        creates the entry a second time. Claims of first attempts do not
+        check ``done/`` (that would cost every job a request), so the
+        producer, on this rare path, checks for the job's lease or outcome.
+        """
+        if self._store.head(self._keys.run(job_id)) or self._store.head(self._keys.done(job_id)):
+            delete_if_unchanged(self._store, self._keys.queue(job_id), etag)
+            log.info("job %s: removed the entry a retried enqueue re-created", job_id)
 
     # -- consuming ----------------------------------------------------------
 
@@ -404,9 +419,9 @@ class Pail:
     def _redrive_one(self, job_id: str) -> bool:
         obj = self._store.get(self._keys.dlq(job_id))
         if obj is None:
-            if len(job_id) and not self._store.head(self._keys.done(job_id)):
+            if self.status(job_id) is None:
                 raise JobNotFoundError(f"no dead-lettered job {job_id!r}")
-            return False
+            return False  # not (or no longer) dead-lettered: nothing to redrive
         try:
             letter = DeadLetter.decode(obj.body, job_id)
         except DecodeError as exc:
@@ -450,6 +465,8 @@ def build_client(
 
     session = boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
     config = Config(
+        # SigV4 everywhere: S3 refuses SigV2 presigned URLs on buckets made since 2020.
+        signature_version="s3v4",
         retries={"mode": "standard", "total_max_attempts": 5},
         connect_timeout=5,
         read_timeout=20,

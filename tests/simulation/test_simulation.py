@@ -1,7 +1,8 @@
 """Deterministic simulation of pail's protocol: many seeds, regressions, and the known-bad model.
 
 ``harness.py`` explains a run; ``invariants.py`` what is checked. The sweep
-runs ``PAIL_SIM_SEEDS`` seeds (10,000 by default) on two processes and
+runs ``PAIL_SIM_SEEDS`` seeds (10,000 by default) on ``PAIL_SIM_PROCESSES``
+processes (2) and
 prints its figures; any failing seed's report (with its trace and the
 command that replays it) is in the assertion message.
 """
@@ -30,13 +31,14 @@ from tests.simulation.sim_store import Fault, FaultRates, Latency, NullObserver,
 from tests.simulation.sweep import sweep
 
 SEEDS = int(os.environ.get("PAIL_SIM_SEEDS", "10000"))
+PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 REGRESSION_SEARCH = 5000
 ORIGINAL_SEED_BUDGET = 100
 """The known-bad model must show each of its bugs within this many seeds."""
 
 
 def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() -> None:
-    result = sweep(range(SEEDS), processes=2)
+    result = sweep(range(SEEDS), processes=PROCESSES)
 
     print(f"\nsimulation: {result.summary()}")
     assert result.seeds == SEEDS

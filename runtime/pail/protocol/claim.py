@@ -1,10 +1,15 @@
 """Claiming a pending job in O(1) requests, whatever the backlog.
 
-A claim never paginates the queue. The claimer lists one small page of
-``queue/`` and keeps it; later claims draw from that page until it runs out
-or proves stale, so a listing serves many claims. Each claim picks at random
-among the first ``spread`` keys of the page, so racing workers spread over
-different jobs instead of all fighting for the oldest one.
+A claim never paginates the queue. The claimer lists one page of ``queue/``
+(oldest first in a standard bucket) and keeps it; later claims walk that
+page in order from where the last one stopped, so one listing serves many
+claims. The walk starts at a random index among the first ``spread`` keys.
+``spread`` adapts to contention: it is 1 for a worker alone, which then
+claims strictly oldest first, and it doubles whenever the claimer meets a
+job that another worker took (a miss), which also drops the page. Racing
+workers thus start their walks at different places and each consumes its
+own stretch of the page, instead of all fighting for the oldest job. It
+halves again after a run of clean claims.
 
 The steps of one claim (``docs/protocol.md`` has the crash analysis):
 
@@ -16,10 +21,11 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
    was claimed and finished by someone else after step 1 (unless the delete
    was ours, retried, which ``done/`` tells apart); if it changed, it is a
    newer entry whose own claim will run it.
-4. HEAD ``done/{id}``: an entry can outlive its job. A stalled worker's late
-   retry can leave one for a job that has since ended; so can a producer's
-   create-only PUT whose response was lost, retried (by botocore) after a
-   worker had already claimed and finished the job.
+4. For a retry entry (attempts >= 1) or a redriven one, HEAD ``done/{id}``:
+   such an entry can outlive its job, when a stalled worker's late retry
+   lands after the job ended. A first-attempt entry is written only by
+   ``enqueue``, which removes one it re-created (see ``Pail.enqueue``), so
+   the common claim pays no extra request.
 """
 
 from __future__ import annotations
@@ -39,10 +45,10 @@ from pail.store.base import Store, StoredObject
 
 log = logging.getLogger("pail")
 
-DEFAULT_PAGE_SIZE = 100
-DEFAULT_SPREAD = 16
+DEFAULT_PAGE_SIZE = 1000
 MAX_CANDIDATES_PER_CLAIM = 8
-MAX_LISTS_PER_CLAIM = 2
+MAX_LISTS_PER_CLAIM = 3
+CLEAN_CLAIMS_BEFORE_NARROWING = 16
 STALE_AFTER_MISSES = 2
 
 
@@ -60,7 +66,7 @@ class Claimer:
         stats: WriteStats | None = None,
         rng: random.Random | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
-        spread: int = DEFAULT_SPREAD,
+        spread: int = 1,
     ) -> None:
         self._store = store
         self._keys = keys
@@ -70,10 +76,12 @@ class Claimer:
         self._stats = stats
         self._rng = rng or random.Random()
         self._page_size = page_size
-        self._spread = spread
-        self._cache: list[str] = []
-        self._listed_at = 0.0
+        self._spread = max(1, spread)
+        self._clean = 0
         self._misses = 0
+        self._cache: list[str] = []
+        self._cursor = 0
+        self._listed_at = 0.0
         self.lists = 0
         self.dead_lettered = 0
 
@@ -81,41 +89,56 @@ class Claimer:
         """Claim one pending job, or return None if the queue looks empty."""
         lists = 0
         for _ in range(MAX_CANDIDATES_PER_CLAIM):
-            if self._cache_is_stale():
-                self._cache.clear()
-            if not self._cache:
+            if self._clock.monotonic() - self._listed_at > self._timeout:
+                self.forget()  # an old page is mostly jobs others took since
+            if self._cursor >= len(self._cache):
                 if lists == MAX_LISTS_PER_CLAIM:
                     return None
                 self._refill()
                 lists += 1
                 if not self._cache:
                     return None
-            key = self._pick()
+            key = self._cache[self._cursor]
+            self._cursor += 1
             lease = self._try(key)
             if lease is not None:
-                self._misses = 0
+                self._clean, self._misses = self._clean + 1, 0
+                if self._clean >= CLEAN_CLAIMS_BEFORE_NARROWING:
+                    self._spread, self._clean = max(1, self._spread // 2), 0
                 return lease
-            self._misses += 1
+            self._missed()
         return None
+
+    def _missed(self) -> None:
+        """Someone else took the job we tried: we are racing, and our page is going stale.
+
+        Widen the spread and jump to a random place in the page, where other
+        walkers are less likely to be; after a second miss in a row, list again.
+        """
+        self._spread = min(self._spread * 2, self._page_size)
+        self._clean = 0
+        self._misses += 1
+        if self._misses >= STALE_AFTER_MISSES:
+            self._misses = 0
+            self.forget()
+        elif self._cursor < len(self._cache):
+            self._cursor = self._rng.randrange(self._cursor, len(self._cache))
+
+    @property
+    def spread(self) -> int:
+        """How many of the oldest keys a walk may start among (1 = strict FIFO)."""
+        return self._spread
 
     def forget(self) -> None:
         """Drop the cached page, so the next claim lists afresh."""
-        self._cache.clear()
-
-    def _cache_is_stale(self) -> bool:
-        too_old = self._clock.monotonic() - self._listed_at > self._timeout
-        return bool(self._cache) and (self._misses >= STALE_AFTER_MISSES or too_old)
+        self._cache, self._cursor = [], 0
 
     def _refill(self) -> None:
         page = self._store.list(self._keys.prefix(QUEUE), max_keys=self._page_size)
         self.lists += 1
         self._cache = [item.key for item in page.items]
+        self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
         self._listed_at = self._clock.monotonic()
-        self._misses = 0
-
-    def _pick(self) -> str:
-        index = self._rng.randrange(min(len(self._cache), self._spread))
-        return self._cache.pop(index)
 
     def _try(self, key: str) -> Lease | None:
         job_id = self._keys.job_id(key)

@@ -50,12 +50,13 @@ def put_conditional(
     meta: dict[str, Any] = {**(metadata or {}), META_WRITE: token}
     try:
         return store.put(key, body, if_none_match=if_none_match, if_match=if_match, metadata=meta)
-    except ConditionFailedError:
-        current = store.head(key)
+    except ConditionFailedError as exc:
+        # Sent once, the request cannot have lost against its own write.
+        current = store.head(key) if exc.retried else None
         if current is not None and current.metadata.get(META_WRITE) == token:
             if stats is not None:
                 stats.ambiguous_wins += 1
-            return WriteResult(current.etag, current.last_modified)
+            return WriteResult(current.etag, current.last_modified, retried=True)
         if stats is not None:
             stats.lost(reason or key.rsplit("/", 2)[-2])
         return None

@@ -11,7 +11,9 @@ Semantics every implementation must honour:
 * ``put(if_match=etag)`` replaces only if the current ETag is ``etag``.
 * ``delete(if_match=etag)`` deletes only if the current ETag is ``etag``.
 * A failed condition raises ``ConditionFailedError`` (``missing=True`` when
-  the key does not exist); nothing is written.
+  the key does not exist); nothing is written. Stores that know whether a
+  request was sent more than once say so (``retried``), so that a writer
+  need not read back after a plain loss.
 * Listings are strongly consistent; standard buckets list keys in byte order.
 * Every response that carries one reports the server's clock
   (``server_time``), which is what lease expiry is judged by.
@@ -49,10 +51,15 @@ class StoredObject:
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """The ETag a successful write produced, and the server time it answered."""
+    """The ETag a successful write produced, and the server time it answered.
+
+    ``retried`` is True when the request had to be sent more than once: an
+    earlier try may have been applied too, before this one.
+    """
 
     etag: str
     server_time: datetime
+    retried: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,9 +91,9 @@ class MemoryStore:
         with self._lock:
             current = self._objects.get(key)
             if if_none_match and current is not None:
-                raise ConditionFailedError(key)
+                raise ConditionFailedError(key, retried=False)
             if if_match is not None and (current is None or current.etag != if_match):
-                raise ConditionFailedError(key, missing=current is None)
+                raise ConditionFailedError(key, missing=current is None, retried=False)
             self._writes += 1
             # The write counter makes the ETag unique per write, as S3's is
             # per content: the protocol never writes the same bytes twice to
@@ -109,7 +109,7 @@ class MemoryStore:
         with self._lock:
             current = self._objects.get(key)
             if if_match is not None and (current is None or current.etag != if_match):
-                raise ConditionFailedError(key, missing=current is None)
+                raise ConditionFailedError(key, missing=current is None, retried=False)
             self._objects.pop(key, None)
 
     def list(

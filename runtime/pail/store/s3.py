@@ -68,6 +68,10 @@ def _server_time(response: Mapping[str, Any]) -> datetime:
     return datetime.now(UTC)
 
 
+def _retry_attempts(response: Mapping[str, Any]) -> int:
+    return int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+
+
 def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
@@ -188,7 +192,11 @@ class S3Store:
             response = self._with_conflict_retries(
                 key, conditional, lambda: self._client.put_object(**params)
             )
-            return WriteResult(etag=response["ETag"], server_time=_server_time(response))
+            return WriteResult(
+                etag=response["ETag"],
+                server_time=_server_time(response),
+                retried=_retry_attempts(response) > 0,
+            )
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         params: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
@@ -251,9 +259,12 @@ class S3Store:
                     continue
                 if code == "NoSuchBucket":
                     raise  # a 404 too, but no failed condition: _translated names the bucket
+                # botocore retries lost responses and 5xx by itself; a failed
+                # condition on a retry may be against the first try's own write.
+                retried = _retry_attempts(exc.response) > 0
                 if conditional and (code == "PreconditionFailed" or status == 412):
-                    raise ConditionFailedError(key) from exc
+                    raise ConditionFailedError(key, retried=retried) from exc
                 if conditional and (code in _MISSING_KEY_CODES or status == 404):
-                    raise ConditionFailedError(key, missing=True) from exc
+                    raise ConditionFailedError(key, missing=True, retried=retried) from exc
                 raise
         raise ConflictError(f"{key!r}: 409 ConditionalRequestConflict {_CONFLICT_RETRIES} times")

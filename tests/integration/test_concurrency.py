@@ -1,0 +1,114 @@
+"""Many workers, each with its own client, draining one queue on the real server.
+
+These are the issue's acceptance figures, asserted as budgets (counts, never
+timings): 16 threads drain 400 jobs with no duplicate execution and at most
+0.2 failed conditional writes per claim, with nothing left stuck; a worker
+alone spends exactly 6 requests per job from enqueue to result (PUT, GET,
+PUT, DELETE, PUT, DELETE) and lists at most 0.05 times per claim against a
+5,000-job backlog.
+
+Racing workers spend a little more than 6 per job: a worker that meets a
+job another has just taken pays a GET (or a failed PUT) and, after two such
+misses, a new listing. Measured here: about 6.7 per job with 16 workers on
+400 jobs; the budget below is 7.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from pail import Pail
+from pail.local import LocalS3
+from pail.queue import build_client
+from pail.store import S3Store
+from tests.support.counting import RequestCounter
+
+WORKERS = 16
+JOBS = 400
+
+
+def connect(server: LocalS3, bucket: str, counter: RequestCounter, **options: Any) -> Pail:
+    kwargs = server.connect_kwargs()
+    client = build_client(
+        endpoint_url=kwargs["endpoint_url"],
+        access_key_id=kwargs["access_key_id"],
+        secret_access_key=kwargs["secret_access_key"],
+        region=kwargs["region"],
+    )
+    counter.attach(client)
+    return Pail(S3Store(client, bucket), **options)
+
+
+@pytest.mark.slow
+def test_given_16_workers_when_draining_400_jobs_then_each_runs_once_within_request_budget(
+    s3_server: LocalS3, bucket: str
+) -> None:
+    counter = RequestCounter()
+    producer = connect(s3_server, bucket, counter)
+    ids = [producer.enqueue({"i": i}) for i in range(JOBS)]
+    executions: Counter[str] = Counter()
+    lock = threading.Lock()
+    claims = Counter[str]()
+
+    def drain(worker: int) -> None:
+        pail = connect(s3_server, bucket, counter)
+
+        def handler(payload: dict[str, int]) -> dict[str, int]:
+            with lock:
+                executions[ids[payload["i"]]] += 1
+            return {"square": payload["i"] ** 2}
+
+        while pail.work_once(handler):
+            with lock:
+                claims[str(worker)] += 1
+        with lock:
+            claims["failed_conditions"] += pail.write_stats.failed_conditions
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(pool.map(drain, range(WORKERS)))
+
+    successful_claims = sum(n for k, n in claims.items() if k != "failed_conditions")
+    assert successful_claims == JOBS
+    assert set(executions) == set(ids)
+    assert max(executions.values()) == 1, "a job ran twice"
+    failed_per_claim = counter.failed_conditional_writes() / JOBS
+    requests_per_job = counter.total() / JOBS
+    print(
+        f"\n16 workers x {JOBS} jobs: {failed_per_claim:.3f} failed conditional writes per claim, "
+        f"{requests_per_job:.2f} requests per job, {counter.total('ListObjectsV2') / JOBS:.3f} "
+        f"LIST per claim; by operation: {dict(counter.calls)}"
+    )
+    assert failed_per_claim <= 0.2
+    assert requests_per_job <= 7.0
+    stats = producer.stats()
+    assert (stats.pending, stats.running, stats.done, stats.failed) == (0, 0, JOBS, 0)
+    assert all(producer.result(job_id) is not None for job_id in ids[:20])
+
+
+@pytest.mark.slow
+def test_given_5000_pending_jobs_when_claiming_then_lists_at_most_005_per_claim(
+    s3_server: LocalS3, bucket: str
+) -> None:
+    counter = RequestCounter()
+    pail = connect(s3_server, bucket, counter)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: pail.enqueue({"i": i}), range(5000)))
+    lists_before, requests_before = counter.total("ListObjectsV2"), counter.total()
+
+    claims = 0
+    for _ in range(200):
+        message = pail.claim()
+        assert message is not None
+        message.complete({"i": message.payload["i"]})
+        claims += 1
+
+    lists = counter.total("ListObjectsV2") - lists_before
+    per_job = 1 + (counter.total() - requests_before) / claims  # + the enqueue PUT
+    print(f"\nbacklog 5000: {lists / claims:.3f} LIST per claim, {per_job:.3f} requests per job")
+    assert lists / claims <= 0.05
+    assert per_job <= 6.05

@@ -1,0 +1,297 @@
+"""The protocol's hard cases, each pinned to one interleaving, on the real local server.
+
+Each test names the window it closes: the stale-listing double run and the
+stuck queue+run pair that pailq 0.1.1 has, zombies after a stall, crashes
+between steps, and ambiguous outcomes of conditional writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pail import JobState, ManualClock, Pail
+from pail.codec import Envelope
+from pail.errors import ConditionFailedError
+from pail.local import LocalS3
+from pail.protocol.writes import put_conditional
+from pail.queue import build_client
+from pail.store import S3Store
+from tests.support.hooked_store import HookedStore, SimulatedCrash
+
+VT = 1.0  # visibility timeout: leases expire (by the server's clock) ~2 s after their last write
+
+
+@pytest.fixture
+def s3store(s3_server: LocalS3, bucket: str) -> Callable[[], S3Store]:
+    kwargs = s3_server.connect_kwargs()
+
+    def make() -> S3Store:
+        client = build_client(
+            endpoint_url=kwargs["endpoint_url"],
+            access_key_id=kwargs["access_key_id"],
+            secret_access_key=kwargs["secret_access_key"],
+            region=kwargs["region"],
+        )
+        return S3Store(client, bucket)
+
+    return make
+
+
+@pytest.fixture
+def hooked(s3store: Callable[[], S3Store]) -> HookedStore:
+    return HookedStore(s3store())
+
+
+class Executions:
+    """A handler that records every execution of every job."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, Any]] = []
+
+    def handler(self, name: str) -> Callable[[Any], Any]:
+        def run(payload: Any) -> Any:
+            self.runs.append((name, payload))
+            return {"by": name}
+
+        return run
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Poll ``condition`` until it holds; the server's clock has to move for leases to expire."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.1)
+
+
+def reap_until(pail: Pail, field: str) -> None:
+    wait_until(lambda: getattr(pail.reap(), field) > 0)
+
+
+def no_leftovers(pail: Pail) -> Iterator[str]:
+    """Yield every job id that has both a pending entry and a lease: the stuck state."""
+    pending = {pail.keys.job_id(i.key) for i in pail.store.list(pail.keys.prefix("queue/")).items}
+    running = {pail.keys.job_id(i.key) for i in pail.store.list(pail.keys.prefix("run/")).items}
+    yield from pending & running
+
+
+def test_given_stale_listing_when_job_finished_meanwhile_then_it_does_not_run_again(
+    hooked: HookedStore, s3store: Callable[[], S3Store]
+) -> None:
+    a, b = Pail(hooked, visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
+    executions = Executions()
+    job_id = a.enqueue({"n": 1})
+
+    # A has read queue/{id}; before its create of run/{id}, B claims, runs and
+    # finishes the job, deleting run/{id}. pailq 0.1.1's A would now win run/{id}.
+    def b_takes_the_job() -> None:
+        assert b.work_once(executions.handler("b"))
+
+    hooked.before("put", a.keys.run(""), b_takes_the_job)
+
+    assert a.work_once(executions.handler("a")) is False
+
+    assert executions.runs == [("b", {"n": 1})]
+    assert a.result(job_id) == {"by": "b"}
+    assert a.store.head(a.keys.run(job_id)) is None
+
+
+def test_given_claim_crashed_between_lease_and_dequeue_then_reaper_unsticks_job(
+    hooked: HookedStore, s3store: Callable[[], S3Store]
+) -> None:
+    a, b = Pail(hooked, visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+
+    def crash() -> None:
+        raise SimulatedCrash
+
+    hooked.before("delete", a.keys.queue(""), crash)
+    with pytest.raises(SimulatedCrash):
+        a.claim()
+    assert list(no_leftovers(b)) == [job_id]  # pailq 0.1.1 stays like this forever
+    assert b.claim() is None  # the dead claimer's lease is still valid
+
+    # The claimer may only be stalled, not dead: the reaper takes the entry
+    # itself (its If-Match on the ETag the claim read), then ends the attempt.
+    reap_until(b, "requeued")
+
+    assert list(no_leftovers(b)) == []
+    message = b.claim()
+    assert message is not None and message.id == job_id and message.attempt == 2
+    message.complete({"ok": True})
+    assert b.result(job_id) == {"ok": True}
+
+
+def test_given_worker_killed_mid_job_when_reaped_then_requeued_and_retried(
+    s3store: Callable[[], S3Store],
+) -> None:
+    a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+    killed = a.claim()
+    assert killed is not None
+    killed._heartbeat.stop()  # the process died: nothing renews the lease any more
+
+    reap_until(b, "requeued")
+
+    status = b.status(job_id)
+    assert status is not None and status.state is JobState.PENDING and status.attempts == 1
+    assert status.error is not None and status.error.type == "LeaseExpired"
+    assert b.work_once(lambda p: {"second": True}) is True
+    assert b.result(job_id) == {"second": True}
+
+
+def test_given_last_attempt_killed_when_reaped_then_dead_lettered(
+    s3store: Callable[[], S3Store],
+) -> None:
+    a = Pail(s3store(), visibility_timeout=VT, max_retries=0)
+    job_id = a.enqueue({"n": 1})
+    killed = a.claim()
+    assert killed is not None
+    killed._heartbeat.stop()
+
+    reap_until(a, "dead_lettered")
+
+    status = a.status(job_id)
+    assert status is not None and status.state is JobState.FAILED
+    assert status.error is not None and status.error.type == "LeaseExpired"
+    assert a.result(job_id) is None
+
+
+def test_given_stalled_worker_when_it_wakes_after_takeover_then_it_cannot_settle(
+    s3store: Callable[[], S3Store],
+) -> None:
+    a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+    zombie = a.claim()
+    assert zombie is not None
+    zombie._heartbeat.stop()  # stalled: a long GC pause, a frozen VM
+    reap_until(b, "requeued")
+    owner = b.claim()
+    assert owner is not None and owner.attempt == 2
+
+    assert zombie.complete({"by": "zombie"}) is False  # its fenced renewal fails first
+    assert zombie.lease_lost
+
+    assert b.store.head(b.keys.run(job_id)) is not None  # the new owner's lease is intact
+    assert owner.complete({"by": "owner"}) is True
+    assert b.result(job_id) == {"by": "owner"}
+
+
+def test_given_zombie_that_believes_its_lease_is_fresh_then_it_cannot_delete_new_lease_or_overwrite(
+    s3_server: LocalS3, bucket: str, s3store: Callable[[], S3Store]
+) -> None:
+    frozen = ManualClock()  # the zombie's local clock did not move during its stall
+    a = Pail(s3store(), visibility_timeout=VT, clock=frozen)
+    b = Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+    zombie = a.claim()
+    assert zombie is not None
+    zombie._heartbeat.stop()
+    reap_until(b, "requeued")
+    owner = b.claim()
+    assert owner is not None
+
+    # The zombie skips renewing (its clock says the lease is fresh) and writes
+    # done/{id} first: a success that ran, so it stands, and cannot change.
+    assert zombie.complete({"by": "zombie"}) is True
+    assert b.store.head(b.keys.run(job_id)) is not None  # its If-Match delete missed the new lease
+    assert owner.complete({"by": "owner"}) is False
+    assert b.result(job_id) == {"by": "zombie"}
+    assert b.store.head(b.keys.run(job_id)) is None
+    assert list(no_leftovers(b)) == []
+
+
+def test_given_zombie_that_fails_late_then_no_second_pending_entry(
+    s3store: Callable[[], S3Store],
+) -> None:
+    a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+    zombie = a.claim()
+    assert zombie is not None
+    zombie._heartbeat.stop()
+    reap_until(b, "requeued")
+    owner = b.claim()
+    assert owner is not None
+
+    assert zombie.fail(RuntimeError("late")) is None  # fenced: the lease is not its own
+
+    assert b.store.head(b.keys.queue(job_id)) is None
+    assert owner.complete({"ok": 1}) is True
+
+
+def test_given_heartbeating_worker_when_reaper_runs_past_the_timeout_then_lease_is_kept(
+    s3store: Callable[[], S3Store],
+) -> None:
+    a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+    message = a.claim()
+    assert message is not None
+
+    deadline = time.monotonic() + 4 * VT  # twice the reaper's expiry threshold
+    reaped = 0
+    while time.monotonic() < deadline:
+        reaped += b.reap().expired
+        time.sleep(0.2)
+
+    assert reaped == 0 and not message.lease_lost
+    assert message.complete({"ok": True}) is True
+    assert b.result(job_id) == {"ok": True}
+
+
+def test_given_released_message_then_claimable_at_once_with_release_recorded(
+    s3store: Callable[[], S3Store],
+) -> None:
+    a = Pail(s3store(), visibility_timeout=30)
+    job_id = a.enqueue({"n": 1})
+    message = a.claim()
+    assert message is not None
+
+    message.release("lambda about to time out")
+
+    status = a.status(job_id)
+    assert status is not None and status.state is JobState.PENDING
+    assert status.error is not None and status.error.type == "LeaseReleased"
+    again = a.claim()
+    assert again is not None and again.id == job_id and again.attempt == 2
+    again.complete()
+
+
+def test_given_lost_response_on_create_when_retry_sees_412_then_writer_knows_it_won(
+    s3store: Callable[[], S3Store],
+) -> None:
+    store = s3store()
+    envelope = Envelope(payload={"n": 1})
+    key = "queue/01JD8X3W5K9T2B7Q4R6M0N1P2S"
+    store.put(key, envelope.encode(), if_none_match=True, metadata={"pail-write": envelope.write})
+
+    won = put_conditional(store, key, envelope.encode(), envelope.write, if_none_match=True)
+    lost = put_conditional(store, key, b'{"payload":2}', "someone-else", if_none_match=True)
+
+    assert won is not None and lost is None
+
+
+def test_given_lease_write_applied_but_answer_lost_when_claiming_then_claim_succeeds(
+    hooked: HookedStore,
+) -> None:
+    pail = Pail(hooked, visibility_timeout=30)
+    job_id = pail.enqueue({"n": 1})
+    inner_put = hooked._inner.put
+
+    def applied_then_lost(key: str, body: bytes, **kwargs: Any) -> Any:
+        inner_put(key, body, **kwargs)  # the write lands...
+        raise ConditionFailedError(key)  # ...and the retry of it comes back 412
+
+    hooked._inner.put = applied_then_lost  # type: ignore[method-assign]
+    try:
+        message = pail.claim()
+    finally:
+        hooked._inner.put = inner_put  # type: ignore[method-assign]
+
+    assert message is not None and message.id == job_id
+    assert message.complete({"ok": 1}) is True
+    assert pail.write_stats.ambiguous_wins == 1
