@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
@@ -46,6 +47,7 @@ def worker_main(spec: WorkerSpec, number: int) -> None:
         level=logging.INFO,
         format=f"%(asctime)s worker-{number} pid={os.getpid()} %(levelname)s %(message)s",
     )
+    _exit_with_parent()
     from pail import runner
     from pail.demo_jobs import handle
     from pail.queue import Pail
@@ -68,6 +70,18 @@ def worker_main(spec: WorkerSpec, number: int) -> None:
         install_signal_handlers=True,
     )
     logging.getLogger("pail.demo").info("worker %d stopped: %s", number, summary)
+
+
+def _exit_with_parent() -> None:
+    """End this worker if the demo dies without stopping it (SIGKILL, OOM)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)  # the demo is gone: nobody will read this worker's results
+
+    threading.Thread(target=watch, name="pail-demo-parent-watch", daemon=True).start()
 
 
 @dataclass

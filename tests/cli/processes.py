@@ -75,11 +75,12 @@ class LineReader:
 
 def start(args: list[str], env: Mapping[str, str], **options: object) -> subprocess.Popen[str]:
     """Start ``args`` in the repository root with pipes for stdout and stderr."""
+    stdin = options.pop("stdin", subprocess.DEVNULL)
     return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
         args,
         cwd=ROOT,
         env=dict(env),
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

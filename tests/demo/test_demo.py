@@ -8,12 +8,15 @@ worker's lease reclaimed by the reaper, and nothing left running afterwards.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -62,13 +65,32 @@ def assert_nothing_left(session: int, port: int) -> None:
 def test_given_a_fresh_machine_when_demo_runs_off_a_terminal_then_every_job_is_accounted_for() -> (
     None
 ):
+    # --hold keeps the server up after the summary (until Enter), so the test
+    # can open the printed URL and run the printed command, as a user would.
     started = time.monotonic()
-    process = start([pail_script(), "demo"], demo_env(), start_new_session=True)
-    stdout, stderr = process.communicate(timeout=180)
-    elapsed = time.monotonic() - started
-    print(f"pail demo took {elapsed:.1f} s\n{stdout}")  # kept in the test log
+    process = start(
+        [pail_script(), "demo", "--hold"],
+        demo_env(),
+        start_new_session=True,
+        stdin=subprocess.PIPE,
+    )
+    reader = LineReader(process.stdout)  # type: ignore[arg-type]
+    try:
+        reader.wait_for("Press Enter to stop it", timeout=180)
+        elapsed = time.monotonic() - started
+        try_printed_url_and_redrive(reader.lines)
+        assert process.stdin is not None
+        process.stdin.write("\n")
+        process.stdin.flush()
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    stdout = reader.rest()
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    print(f"pail demo took {elapsed:.1f} s to its summary\n{stdout}")  # kept in the test log
 
-    assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     lines = stdout.splitlines()
 
@@ -146,3 +168,26 @@ def test_given_demo_running_when_interrupted_then_it_stops_everything_it_started
     assert process.returncode == 130
     assert process.stderr is not None and "interrupted" in process.stderr.read()
     assert_nothing_left(process.pid, port)
+
+
+def try_printed_url_and_redrive(printed: list[str]) -> None:
+    """Open the presigned URL and run the redrive command exactly as the demo printed them."""
+    lines = [line.rstrip("\n") for line in printed]
+    heading = next(n for n, line in enumerate(lines) if line.startswith("Result of job"))
+    url = next(line.strip() for line in lines if "/pail-demo/done/" in line)
+    exports = next(line.strip() for line in lines if line.strip().startswith("export AWS_"))
+    redrive = next(line.strip() for line in lines if " dlq redrive pail-demo " in line)
+
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert json.loads(response.read()) == json.loads(lines[heading + 1])
+
+    env = demo_env()
+    for assignment in shlex.split(exports)[1:]:
+        name, _, value = assignment.partition("=")
+        env[name] = value
+    command = shlex.split(redrive)
+    done = subprocess.run(
+        [pail_script(), *command[1:]], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == command[4]  # the redriven job's id

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pail.cli.local import should_hold
 from pail.demo_jobs import (
     RETIRED_SOURCE,
     RetiredSourceError,
@@ -78,3 +79,19 @@ def test_given_simulation_when_handled_then_deterministic_result() -> None:
 def test_given_existing_attempts_when_recording_then_numbers_continue(tmp_path: Path) -> None:
     assert [record_attempt(tmp_path, "job") for _ in range(3)] == [1, 2, 3]
     assert record_attempt(tmp_path, "other") == 1
+
+
+@pytest.mark.parametrize(
+    ("flag", "interactive", "json_mode", "expected"),
+    [
+        (None, True, False, True),  # a person at a terminal: keep the server for them
+        (None, False, False, False),  # CI, a pipe: finish and exit
+        (None, True, True, False),  # --json is for scripts
+        (True, False, False, True),  # --hold wins
+        (False, True, False, False),  # --no-hold wins
+    ],
+)
+def test_given_hold_flag_and_terminal_when_deciding_then_the_server_is_held_only_for_people(
+    flag: bool | None, interactive: bool, json_mode: bool, expected: bool
+) -> None:
+    assert should_hold(flag, interactive=interactive, json_mode=json_mode) is expected

@@ -25,6 +25,17 @@ def local_env_lines(endpoint_url: str) -> list[str]:
     ]
 
 
+def should_hold(flag: bool | None, *, interactive: bool, json_mode: bool) -> bool:
+    """Whether the demo keeps its server up after the summary: as asked, else only for a person.
+
+    >>> should_hold(None, interactive=False, json_mode=False)
+    False
+    """
+    if flag is not None:
+        return flag
+    return interactive and not json_mode
+
+
 def _check_free(host: str, port: int) -> None:
     """A clear error for a busy port (werkzeug would print its own advice and exit)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -110,8 +121,9 @@ def demo(
     from pail.demo import DemoOptions, run_demo
 
     opts = options(ctx)
-    if hold is None:
-        hold = sys.stdin.isatty() and sys.stdout.isatty() and not opts.json
+    hold = should_hold(
+        hold, interactive=sys.stdin.isatty() and sys.stdout.isatty(), json_mode=opts.json
+    )
     run_demo(
         DemoOptions(
             jobs=jobs,
