@@ -126,7 +126,7 @@ def try_it_section(out: Output, report: DemoReport, *, held: bool) -> None:
         out.print("[bold]Try it[/] in another terminal, while the server runs:")
     else:
         out.print(
-            "[bold]Try it[/]: the server stopped with the demo; run [bold]pail demo --hold[/] "
+            f"[bold]Try it[/]: the server stopped with the demo; run [bold]{pail} demo --hold[/] "
             "to keep it up, then in another terminal:"
         )
     for line in lines:
