@@ -59,7 +59,7 @@ class DemoOptions:
     flaky: int = 5
     reap_every: float = 1.0
     # Kill the long job's worker once its lease has been held this long.
-    kill_after: float = 1.0
+    kill_after: float = 0.5
     deadline: float = 120.0
     hold: bool = False
 
@@ -290,7 +290,7 @@ class Demo:
             self._long_seen = self.elapsed()
             self.event(
                 f"worker pid {pid_text} started the long job {long_id} "
-                f"({record.payload.get('scenario')} simulation, ~4 s)"
+                f"({record.payload.get('scenario')} simulation, ~5 s)"
             )
             return
         if self.elapsed() - self._long_seen < self.options.kill_after:
@@ -408,6 +408,14 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def run_demo(options: DemoOptions, out: Output) -> DemoReport:
     """Run the demo end to end and render its summary; everything started is stopped."""
+    try:
+        return _run(options, out)
+    except KeyboardInterrupt:
+        out.note("stopped the demo's workers and its server: nothing is left running")
+        raise
+
+
+def _run(options: DemoOptions, out: Output) -> DemoReport:
     from pail.demo_summary import hold_server, render_summary
 
     origin = time.monotonic()

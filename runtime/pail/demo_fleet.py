@@ -15,6 +15,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -84,6 +86,25 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="pail-demo-parent-watch", daemon=True).start()
 
 
+@contextmanager
+def _sigint_ignored_by_children() -> Iterator[None]:
+    """Start children with SIGINT ignored, as exec keeps an ignored signal ignored.
+
+    A Ctrl-C reaches every process of the terminal's group. A worker still
+    importing would die with a traceback over the demo's display; ignoring
+    SIGINT until ``runner.run`` installs its own handler (which stops the
+    worker cleanly) leaves the demo to stop its workers itself.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @dataclass
 class Fleet:
     """``size`` demo worker processes; use it as a context manager so none outlives the demo."""
@@ -96,12 +117,15 @@ class Fleet:
     def start(self) -> Fleet:
         context = multiprocessing.get_context("spawn")
         try:
-            for number in range(1, self.size + 1):
-                process = context.Process(
-                    target=worker_main, args=(self.spec, number), name=f"pail-demo-worker-{number}"
-                )
-                process.start()
-                self.processes.append(process)
+            with _sigint_ignored_by_children():
+                for number in range(1, self.size + 1):
+                    process = context.Process(
+                        target=worker_main,
+                        args=(self.spec, number),
+                        name=f"pail-demo-worker-{number}",
+                    )
+                    process.start()
+                    self.processes.append(process)
         except BaseException:
             self.stop(grace=2.0)
             raise

@@ -65,7 +65,7 @@ def build_batch(total: int = 200, *, flaky: int = 5, seed: int = 7) -> Batch:
     rng = random.Random(seed)
     payloads: list[dict[str, Any]] = [
         # First in the queue, so it is claimed early and the kill lands mid-batch.
-        {"kind": "simulation", "scenario": LONG_SCENARIO, "agents": 10_000, "steps": 400, "seed": 1}
+        {"kind": "simulation", "scenario": LONG_SCENARIO, "agents": 10_000, "steps": 500, "seed": 1}
     ]
     for n in range(1, total):
         if n % 3 == 0:

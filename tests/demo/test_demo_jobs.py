@@ -24,7 +24,7 @@ def test_given_default_batch_when_built_then_200_jobs_with_5_flaky_1_poison_and_
     batch = build_batch()
 
     assert len(batch.payloads) == 200
-    assert batch.long == 0 and batch.payloads[0]["steps"] == 400
+    assert batch.long == 0 and batch.payloads[0]["steps"] == 500
     assert batch.payloads[batch.poison]["source"] == RETIRED_SOURCE
     assert len(batch.flaky) == 5
     assert all(batch.payloads[i]["replica_timeouts"] == 2 for i in batch.flaky)
