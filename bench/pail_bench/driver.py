@@ -1,0 +1,541 @@
+"""One side of the benchmark in one process: ``python -m pail_bench.driver``.
+
+The same file runs in two interpreters. In the project's venv ``import pail``
+is this project's runtime; in ``.bench-venv`` it is the original pailq 0.1.1,
+installed unmodified (the two share the import name, so they cannot share a
+process). A scenario spec comes in as JSON on stdin and one JSON object goes
+out on stdout, so both queues are driven by the same code, with the same
+process structure and the same request counting.
+
+Both are driven only through the API they share: ``Pail.connect``,
+``enqueue``, ``claim`` / ``complete``, ``work_once`` and ``work``. The hooks
+are attached where each builds its boto3 client: the original's ``connect``
+calls ``boto3.client(...)``, which uses boto3's default session, so the
+counter is registered on a fresh default session just before each connect
+(clients copy the session's handlers when they are created); ours builds
+its client with ``pail.queue.build_client``, so the driver builds it the
+same way, registers the counter on it and passes it to ``connect``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from queue import Empty, Queue
+from typing import Any
+
+from pail_bench.counting import RequestCounter, by_operation, diff, failed_conditions, total
+
+ORIGINAL_VERSION = "0.1.1"
+SEED_THREADS = 8
+IDLE_WAIT = 0.05
+"""How long a benchmark worker loop waits after finding no job (both sides)."""
+
+Params = dict[str, Any]
+Result = dict[str, Any]
+
+
+class Side:
+    """The queue implementation this interpreter imports, and its request counter."""
+
+    def __init__(self, connect: dict[str, str]) -> None:
+        self.pail: Any = importlib.import_module("pail")
+        self.version = importlib.metadata.version("pailq")
+        self.original = self.version == ORIGINAL_VERSION
+        self.name = "original" if self.original else "pail"
+        self.counter = RequestCounter()
+        self._connect = connect
+
+    def queue(self, bucket: str, *, counter: RequestCounter | None = None) -> Any:
+        """A new queue object with its own boto3 client, counted by ``counter``."""
+        counter = counter or self.counter
+        kw = self._connect
+        if self.original:
+            import boto3
+
+            boto3.setup_default_session()
+            assert boto3.DEFAULT_SESSION is not None
+            counter.attach(boto3.DEFAULT_SESSION.events)
+            return self.pail.Pail.connect(
+                bucket,
+                endpoint_url=kw["endpoint_url"],
+                access_key_id=kw["access_key_id"],
+                secret_access_key=kw["secret_access_key"],
+                region=kw["region"],
+            )
+        build_client = importlib.import_module("pail.queue").build_client
+        client = build_client(
+            endpoint_url=kw["endpoint_url"],
+            access_key_id=kw["access_key_id"],
+            secret_access_key=kw["secret_access_key"],
+            region=kw["region"],
+        )
+        counter.attach(client.meta.events)
+        return self.pail.Pail.connect(bucket, client=client)
+
+    def raw_client(self, threads: int = 16) -> Any:
+        """A plain boto3 S3 client for this server (for the server's own figures)."""
+        import boto3
+        from botocore.config import Config
+
+        kw = self._connect
+        return boto3.client(
+            "s3",
+            endpoint_url=kw["endpoint_url"],
+            aws_access_key_id=kw["access_key_id"],
+            aws_secret_access_key=kw["secret_access_key"],
+            region_name=kw["region"],
+            config=Config(max_pool_connections=threads, s3={"addressing_style": "path"}),
+        )
+
+
+class Executions:
+    """Every run of the handler, by job number, so duplicates can be counted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.runs: Counter[int] = Counter()
+
+    def handler(self, payload: Any) -> dict[str, Any]:
+        with self._lock:
+            self.runs[int(payload["job"])] += 1
+        return {"ok": True}
+
+    def unique(self) -> int:
+        with self._lock:
+            return len(self.runs)
+
+    def duplicates(self) -> int:
+        """Executions beyond the first, summed over jobs."""
+        with self._lock:
+            return sum(n - 1 for n in self.runs.values() if n > 1)
+
+
+def seed(side: Side, bucket: str, first: int, count: int) -> None:
+    """Enqueue jobs ``first .. first + count - 1`` through the queue's own ``enqueue``."""
+    if count <= 0:
+        return
+    queues = [side.queue(bucket) for _ in range(SEED_THREADS)]
+
+    def enqueue_slice(index: int) -> None:
+        for job in range(first + index, first + count, SEED_THREADS):
+            queues[index].enqueue({"job": job})
+
+    with ThreadPoolExecutor(SEED_THREADS) as pool:
+        list(pool.map(enqueue_slice, range(SEED_THREADS)))
+
+
+def _per(counts: dict[str, int], n: int) -> dict[str, float]:
+    return {op: round(v / n, 4) for op, v in by_operation(counts).items()} if n else {}
+
+
+def _add(into: dict[str, int], more: dict[str, int]) -> None:
+    for key, n in more.items():
+        into[key] = into.get(key, 0) + n
+
+
+# -- scenarios -----------------------------------------------------------------
+
+
+def claim_path(side: Side, bucket: str, p: Params) -> Result:
+    """Claim cost at growing backlogs, with one worker and short jobs.
+
+    At each backlog the queue is topped up, then jobs are claimed one at a
+    time; each claim is timed and counted on its own, then the job is
+    completed and one new job is enqueued (counted apart), so the backlog
+    stays where it is while it is measured.
+    """
+    q = side.queue(bucket)
+    counter = side.counter
+    pending = 0
+    next_job = 0
+    steps = []
+    for backlog, wanted in zip(p["backlogs"], p["claims"], strict=True):
+        seed(side, bucket, next_job, backlog - pending)
+        next_job += backlog - pending
+        pending = backlog
+        claim_counts: dict[str, int] = {}
+        complete_counts: dict[str, int] = {}
+        enqueue_counts: dict[str, int] = {}
+        times: list[float] = []
+        deadline = time.monotonic() + p["cap_seconds"]
+        while len(times) < wanted and (len(times) < p["min_claims"] or time.monotonic() < deadline):
+            before = counter.snapshot()
+            started = time.perf_counter()
+            message = q.claim()
+            times.append(time.perf_counter() - started)
+            claimed = counter.snapshot()
+            if message is None:
+                raise RuntimeError(f"{side.name}: no job claimed at backlog {backlog}")
+            message.complete({"ok": True})
+            completed = counter.snapshot()
+            q.enqueue({"job": next_job})
+            next_job += 1
+            _add(claim_counts, diff(claimed, before))
+            _add(complete_counts, diff(completed, claimed))
+            _add(enqueue_counts, diff(counter.snapshot(), completed))
+        n = len(times)
+        steps.append(
+            {
+                "backlog": backlog,
+                "claims": n,
+                "claim_ms_median": round(statistics.median(times) * 1000, 2),
+                "claim_ms_p90": round(_quantile(times, 0.9) * 1000, 2),
+                "claim_requests": claim_counts,
+                "complete_requests": complete_counts,
+                "enqueue_requests": enqueue_counts,
+                "claim_per": _per(claim_counts, n),
+                "job_per": _per(
+                    {**_summed(claim_counts, complete_counts, enqueue_counts)},
+                    n,
+                ),
+                "failed_conditions": failed_conditions(claim_counts)
+                + failed_conditions(complete_counts),
+                "job_counts": _summed(claim_counts, complete_counts, enqueue_counts),
+            }
+        )
+    return {"steps": steps}
+
+
+def _summed(*counts: dict[str, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in counts:
+        _add(out, c)
+    return out
+
+
+def contention(side: Side, bucket: str, p: Params) -> Result:
+    """``workers`` threads, each with its own client, race through ``jobs`` pre-enqueued jobs.
+
+    Every worker loops on ``work_once`` (waiting ``IDLE_WAIT`` after an
+    empty answer) until all jobs ran or ``cap_seconds`` passed; a job in
+    flight at the cap is finished before its worker stops.
+    """
+    jobs, workers = p["jobs"], p["workers"]
+    before_seed = side.counter.snapshot()
+    seed(side, bucket, 0, jobs)
+    seeded = side.counter.snapshot()
+    queues = [side.queue(bucket) for _ in range(workers)]
+    runs = Executions()
+    stop = threading.Event()
+    lock = threading.Lock()
+    finished: list[float] = []
+    errors: list[str] = []
+
+    def loop(q: Any) -> None:
+        while not stop.is_set():
+            try:
+                found = q.work_once(runs.handler)
+            except Exception as exc:  # noqa: BLE001 - counted and reported, the loop goes on
+                with lock:
+                    errors.append(repr(exc)[:300])
+                found = False
+            if found:
+                with lock:
+                    finished.append(time.perf_counter())
+                    if len(finished) >= jobs:
+                        stop.set()
+            else:
+                stop.wait(IDLE_WAIT)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=loop, args=(q,), daemon=True) for q in queues]
+    for t in threads:
+        t.start()
+    stop.wait(p["cap_seconds"])
+    capped = not stop.is_set()
+    stop.set()
+    for t in threads:
+        t.join(timeout=120)
+    counts = diff(side.counter.snapshot(), seeded)
+    claims = len(finished)
+    elapsed = (max(finished) - started) if finished else 0.0
+    return {
+        "workers": workers,
+        "jobs": jobs,
+        "claims": claims,
+        "executions": sum(runs.runs.values()),
+        "unique_executed": runs.unique(),
+        "duplicates": runs.duplicates(),
+        "capped": capped,
+        "seconds": round(elapsed, 3),
+        "jobs_per_second": round(claims / elapsed, 2) if elapsed else 0.0,
+        "requests": counts,
+        "enqueue_requests": diff(seeded, before_seed),
+        "requests_per_job": round(total(counts) / claims, 3) if claims else None,
+        "failed_conditions": failed_conditions(counts),
+        "failed_conditions_per_claim": round(failed_conditions(counts) / claims, 4)
+        if claims
+        else None,
+        "per_job": _per(counts, claims),
+        "errors": len(errors),
+        "error_samples": errors[:3],
+    }
+
+
+def latency(side: Side, bucket: str, p: Params) -> Result:
+    """Enqueue to claim for one idle, warm worker running the queue's own ``work`` loop.
+
+    Before each job the producer waits long enough for the worker's polling
+    to back off to its ceiling, plus a random part of one poll interval, so
+    jobs arrive at a random phase of an idle worker's polling.
+    Latency runs from ``enqueue`` returning to the handler starting.
+    """
+    floor, ceiling = p["floor"], p["ceiling"]
+    worker_q, producer = side.queue(bucket), side.queue(bucket)
+    arrived: Queue[float] = Queue()
+    stop = threading.Event()
+
+    def handler(payload: Any) -> dict[str, Any]:
+        arrived.put(time.perf_counter())
+        return {"ok": True}
+
+    def run() -> None:
+        if side.original:
+            worker_q.work(handler, poll_interval=ceiling)  # loops forever: a daemon thread
+        else:
+            worker_q.work(handler, min_poll_interval=floor, poll_interval=ceiling, stop=stop)
+
+    threading.Thread(target=run, daemon=True).start()
+    rng = random.Random(7)
+    samples: list[float] = []
+    for job in range(p["samples"] + 1):
+        time.sleep(2 * ceiling + rng.uniform(0, ceiling))
+        producer.enqueue({"job": job})
+        enqueued = time.perf_counter()
+        try:
+            started = arrived.get(timeout=2 * ceiling + 30)
+        except Empty:
+            raise RuntimeError(f"{side.name}: job {job} was not claimed") from None
+        if job:  # the first one warms the connections up
+            samples.append(started - enqueued)
+    stop.set()
+    return {
+        "floor": floor,
+        "ceiling": ceiling,
+        "samples": len(samples),
+        "p50_ms": round(_quantile(samples, 0.5) * 1000, 1),
+        "p99_ms": round(_quantile(samples, 0.99) * 1000, 1),
+        "max_ms": round(max(samples) * 1000, 1),
+    }
+
+
+def idle(side: Side, bucket: str, p: Params) -> Result:
+    """Requests per minute of idle workers on empty queues, one per polling setting.
+
+    Each setting runs the queue's own ``work`` loop in its own bucket (the
+    orchestrator makes ``{bucket}-{i}``), all at once, for ``seconds``.
+    """
+    seconds = p["seconds"]
+    stop = threading.Event()
+    runs = []
+    for index, setting in enumerate(p["settings"]):
+        counter = RequestCounter()
+        q = side.queue(f"{bucket}-{index}", counter=counter)
+        runs.append((setting, counter, q))
+
+    def never(payload: Any) -> None:
+        raise RuntimeError("the queue was meant to stay empty")
+
+    def run(setting: dict[str, float], q: Any) -> None:
+        if side.original:
+            q.work(never, poll_interval=setting["ceiling"])
+        else:
+            q.work(
+                never,
+                min_poll_interval=setting["floor"],
+                poll_interval=setting["ceiling"],
+                stop=stop,
+            )
+
+    for setting, _, q in runs:
+        threading.Thread(target=run, args=(setting, q), daemon=True).start()
+    time.sleep(seconds)
+    stop.set()
+    out = []
+    for setting, counter, _ in runs:
+        counts = counter.snapshot()
+        out.append(
+            {
+                **setting,
+                "seconds": seconds,
+                "requests": counts,
+                "per_minute": round(total(counts) * 60 / seconds, 1),
+            }
+        )
+    return {"settings": out}
+
+
+def ceiling(side: Side, bucket: str, p: Params) -> Result:
+    """The server's own rate for PUT, GET, HEAD, LIST and DELETE with N client threads.
+
+    Each thread has its own client and loops on one operation for
+    ``seconds``. Bodies are the size of a job; LIST reads pages of 100 keys
+    (the claimer's page size) from a prefix of 150.
+    """
+    seconds = p["seconds"]
+    most = max(p["threads"])
+    clients = [side.raw_client(most) for _ in range(most)]
+    body = b'{"payload": {"job": 123456}, "attempts": 0, "v": 1, "w": "0123456789abcdef"}' * 2
+    for i in range(150):
+        clients[0].put_object(Bucket=bucket, Key=f"list/{i:06d}", Body=body)
+    rates: dict[str, dict[str, float]] = {}
+    for threads in p["threads"]:
+        ops = _ServerOps(bucket, body, threads)
+        rates[str(threads)] = {
+            name: _rate(clients[:threads], op, seconds) for name, op in ops.by_name().items()
+        }
+    return {"threads": p["threads"], "seconds": seconds, "ops_per_second": rates}
+
+
+class _ExhaustedError(Exception):
+    """A DELETE thread ran out of keys to delete."""
+
+
+class _ServerOps:
+    """One request of each kind, as ``op(client, thread, i)``; DELETE removes what PUT made."""
+
+    def __init__(self, bucket: str, body: bytes, threads: int) -> None:
+        self._bucket = bucket
+        self._body = body
+        self._threads = threads
+        self._written: list[list[str]] = [[] for _ in range(threads)]
+
+    def by_name(self) -> dict[str, Callable[[Any, int, int], None]]:
+        return {
+            "PutObject": self.put,
+            "GetObject": self.get,
+            "HeadObject": self.head,
+            "ListObjectsV2": self.list,
+            "DeleteObject": self.delete,
+        }
+
+    def put(self, client: Any, t: int, i: int) -> None:
+        key = f"put/{self._threads}/{t}/{i:07d}"
+        client.put_object(Bucket=self._bucket, Key=key, Body=self._body)
+        self._written[t].append(key)
+
+    def get(self, client: Any, t: int, i: int) -> None:
+        key = f"list/{(t * 7 + i) % 150:06d}"
+        client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+
+    def head(self, client: Any, t: int, i: int) -> None:
+        client.head_object(Bucket=self._bucket, Key=f"list/{(t * 7 + i) % 150:06d}")
+
+    def list(self, client: Any, t: int, i: int) -> None:
+        client.list_objects_v2(Bucket=self._bucket, Prefix="list/", MaxKeys=100)
+
+    def delete(self, client: Any, t: int, i: int) -> None:
+        keys = self._written[t]
+        if i >= len(keys):
+            raise _ExhaustedError
+        client.delete_object(Bucket=self._bucket, Key=keys[i])
+
+
+def _rate(clients: list[Any], op: Callable[[Any, int, int], None], seconds: float) -> float:
+    go = threading.Barrier(len(clients) + 1)
+    counts = [0] * len(clients)
+    ends = [0.0] * len(clients)
+
+    def run(t: int) -> None:
+        go.wait()
+        deadline = time.perf_counter() + seconds
+        i = 0
+        try:
+            while time.perf_counter() < deadline:
+                op(clients[t], t, i)
+                i += 1
+        except _ExhaustedError:
+            pass
+        counts[t], ends[t] = i, time.perf_counter()
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(len(clients))]
+    for t in threads:
+        t.start()
+    go.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    return round(sum(counts) / (max(ends) - started), 1)
+
+
+def list_scaling(side: Side, bucket: str, p: Params) -> Result:
+    """LIST time with ``MaxKeys`` = ``max_keys`` as the bucket grows to each of ``sizes``."""
+    client = side.raw_client(SEED_THREADS)
+    have = 0
+    out = []
+    for size in p["sizes"]:
+        keys = [f"queue/{i:08d}" for i in range(have, size)]
+
+        def put(key: str) -> None:
+            client.put_object(Bucket=bucket, Key=key, Body=b"{}")
+
+        with ThreadPoolExecutor(SEED_THREADS) as pool:
+            list(pool.map(put, keys))
+        have = size
+        client.list_objects_v2(Bucket=bucket, Prefix="queue/", MaxKeys=p["max_keys"])
+        times = []
+        for _ in range(p["repeats"]):
+            started = time.perf_counter()
+            client.list_objects_v2(Bucket=bucket, Prefix="queue/", MaxKeys=p["max_keys"])
+            times.append(time.perf_counter() - started)
+        out.append(
+            {
+                "objects": size,
+                "median_ms": round(statistics.median(times) * 1000, 2),
+                "p90_ms": round(_quantile(times, 0.9) * 1000, 2),
+            }
+        )
+    return {"max_keys": p["max_keys"], "sizes": out}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile by nearest rank: a value that was measured, never interpolated."""
+    if q == 0.5:
+        return statistics.median(values)
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+SCENARIOS: dict[str, Callable[[Side, str, Params], Result]] = {
+    "claim_path": claim_path,
+    "contention": contention,
+    "latency": latency,
+    "idle": idle,
+    "ceiling": ceiling,
+    "list_scaling": list_scaling,
+}
+
+
+def main() -> None:
+    spec = json.load(sys.stdin)
+    side = Side(spec["connect"])
+    started = time.perf_counter()
+    result = SCENARIOS[spec["scenario"]](side, spec["bucket"], spec["params"])
+    result.update(
+        side=side.name,
+        version=side.version,
+        module=side.pail.__file__,
+        wall_seconds=round(time.perf_counter() - started, 2),
+    )
+    json.dump(result, sys.stdout)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The original's ``work`` loops forever in daemon threads; leave without
+    # waiting for interpreter shutdown to tear them down mid-request.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

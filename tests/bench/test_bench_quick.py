@@ -1,0 +1,113 @@
+"""``scripts/bench --quick`` runs end to end: the original and pail side by side on one server.
+
+The quick run is small and the machine is shared, so nothing here looks at a
+timing. It checks that the run produced its files and every figure, and the
+invariants that do not depend on speed: pail runs every job exactly once,
+claims without listing each time, and never loses a conditional write when
+it works alone; the original lists the queue on every claim.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTIONS = ("meta", "server", "claim_path", "contention", "idle", "latency", "summary")
+
+pytestmark = [pytest.mark.s3, pytest.mark.slow]
+
+
+def _lists_per_claim(step: dict[str, Any]) -> float:
+    lists = sum(n for key, n in step["claim_requests"].items() if key.startswith("ListObjectsV2"))
+    return float(lists / step["claims"])
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "bench"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out, done.stdout
+
+
+@pytest.fixture(scope="module")
+def results(quick_run: tuple[Path, str]) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((quick_run[0] / "results.json").read_text())
+    return loaded
+
+
+def test_given_quick_run_when_it_ends_then_it_writes_the_table_json_and_plot(
+    quick_run: tuple[Path, str], results: dict[str, Any]
+) -> None:
+    out, stdout = quick_run
+    assert set(SECTIONS) <= set(results)
+    assert "| figure | original 0.1.1 | pail | ratio | target | met |" in stdout
+    assert (out / "results.md").read_text() in stdout
+    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_given_quick_run_then_both_sides_ran_their_own_package(results: dict[str, Any]) -> None:
+    original = results["meta"]["original"]
+    assert original["version"] == "0.1.1"
+    assert ".bench-venv" in original["module"]
+    assert original["files_verified"] > 0
+    assert results["claim_path"]["pail"]["version"] != "0.1.1"
+    assert ".bench-venv" not in results["claim_path"]["pail"]["module"]
+
+
+def test_given_quick_run_then_every_figure_of_issue_7_is_in_the_summary(
+    results: dict[str, Any],
+) -> None:
+    names = " | ".join(row["name"] for row in results["summary"])
+    for figure in (
+        "LIST per claim",
+        "$ per million jobs",
+        "claim time",
+        "failed conditional writes per claim",
+        "duplicate executions",
+        "throughput",
+        "enqueue → claim",
+        "idle requests per minute",
+    ):
+        assert figure in names
+    ceiling = results["server"]["ceiling"]["ops_per_second"]
+    assert all(rate > 0 for rates in ceiling.values() for rate in rates.values())
+
+
+def test_given_pail_racing_workers_then_every_job_ran_exactly_once(
+    results: dict[str, Any],
+) -> None:
+    for run in results["contention"]["pail"]:
+        assert run["errors"] == 0, run["error_samples"]
+        assert run["claims"] == run["jobs"] == run["unique_executed"]
+        assert run["duplicates"] == 0
+        assert run["executions"] == run["jobs"]
+
+
+def test_given_one_pail_worker_then_no_write_loses_and_a_job_costs_few_requests(
+    results: dict[str, Any],
+) -> None:
+    alone = next(r for r in results["contention"]["pail"] if r["workers"] == 1)
+    assert alone["failed_conditions"] == 0
+    # GET, PUT, DELETE, HEAD to claim; PUT, DELETE to complete; a LIST now and then.
+    assert alone["requests_per_job"] <= 7
+
+
+def test_given_a_backlog_then_pail_claims_from_a_cached_listing_and_the_original_lists_each_time(
+    results: dict[str, Any],
+) -> None:
+    for step in results["claim_path"]["pail"]["steps"]:
+        assert _lists_per_claim(step) <= 0.1, step
+    for step in results["claim_path"]["original"]["steps"]:
+        assert _lists_per_claim(step) >= 1, step
