@@ -21,22 +21,20 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
-import boto3
-
-from pail.codec import DeadLetter, LeaseRecord
+from pail.codec import LeaseRecord
 from pail.demo_display import Display, Snapshot, make_display
 from pail.demo_fleet import Fleet, WorkerSpec
 from pail.demo_jobs import Batch, build_batch, ledger_attempts
+from pail.demo_summary import DemoReport, Reclaim, hold_server, render_summary
 from pail.errors import DecodeError, PailError
 from pail.keys import DLQ, DONE
 from pail.local import LocalS3
 from pail.output import Output
-from pail.queue import Pail
+from pail.queue import Pail, build_client
 from pail.status import JobState
 
 DEMO_BUCKET = "pail-demo"
@@ -64,91 +62,6 @@ class DemoOptions:
     hold: bool = False
 
 
-@dataclass
-class Reclaim:
-    """The killed worker's story: its job, when it died, when the reaper took the lease."""
-
-    job_id: str
-    pid: int
-    killed_at: float
-    reclaimed_at: float | None = None
-    finished_attempt: int | None = None
-
-
-@dataclass
-class DemoReport:
-    """What the demo did, for the summary and for ``--json``."""
-
-    endpoint_url: str
-    bucket: str
-    enqueued: int
-    done: int
-    failed: int
-    missing: list[str]
-    unknown: list[str]
-    elapsed: float
-    processing: float
-    flaky: int
-    workers: int
-    visibility_timeout: float
-    max_retries: int
-    reclaims: list[Reclaim] = field(default_factory=list)
-    other_reclaims: list[str] = field(default_factory=list)
-    recovered: dict[str, int] = field(default_factory=dict)
-    dead_letters: list[DeadLetter] = field(default_factory=list)
-    result_job: str = ""
-    result_url: str = ""
-    result: Any = None
-
-    @property
-    def accounted(self) -> bool:
-        """True when every enqueued job is done or dead-lettered, and nothing else is."""
-        return not self.missing and not self.unknown and self.done + self.failed == self.enqueued
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "endpoint_url": self.endpoint_url,
-            "bucket": self.bucket,
-            "enqueued": self.enqueued,
-            "done": self.done,
-            "failed": self.failed,
-            "accounted": self.accounted,
-            "missing": self.missing,
-            "unknown": self.unknown,
-            "elapsed_s": round(self.elapsed, 2),
-            "processing_s": round(self.processing, 2),
-            "jobs_per_s": round(self.enqueued / self.processing, 2) if self.processing else None,
-            "workers": self.workers,
-            "visibility_timeout": self.visibility_timeout,
-            "max_retries": self.max_retries,
-            "reclaimed": [
-                {
-                    "job_id": r.job_id,
-                    "killed_pid": r.pid,
-                    "reclaimed_after_s": (
-                        round(r.reclaimed_at - r.killed_at, 2) if r.reclaimed_at else None
-                    ),
-                    "finished_attempt": r.finished_attempt,
-                }
-                for r in self.reclaims
-            ],
-            "other_reclaimed": self.other_reclaims,
-            "recovered": self.recovered,
-            "dead_letters": [
-                {
-                    "id": d.job_id,
-                    "attempts": d.attempts,
-                    "error": d.error.to_json() if d.error else None,
-                    "payload": d.payload,
-                }
-                for d in self.dead_letters
-            ],
-            "result_job": self.result_job,
-            "result_url": self.result_url,
-            "result": self.result,
-        }
-
-
 class Demo:
     """One run of the demo against a server that is already up."""
 
@@ -174,12 +87,13 @@ class Demo:
         self._long_seen: float | None = None
         self._failures_seen = 0
         self._ledger_seen: dict[str, int] = {}
+        local = server.connect_kwargs()
         self.pail = Pail.connect(
             DEMO_BUCKET,
-            endpoint_url=server.connect_kwargs()["endpoint_url"],
-            access_key_id=server.connect_kwargs()["access_key_id"],
-            secret_access_key=server.connect_kwargs()["secret_access_key"],
-            region=server.connect_kwargs()["region"],
+            endpoint_url=local["endpoint_url"],
+            access_key_id=local["access_key_id"],
+            secret_access_key=local["secret_access_key"],
+            region=local["region"],
             visibility_timeout=options.visibility_timeout,
             max_retries=options.max_retries,
         )
@@ -187,14 +101,14 @@ class Demo:
     # -- the steps ------------------------------------------------------------
 
     def create_bucket(self) -> None:
-        kwargs = self.server.connect_kwargs()
-        boto3.client(
-            "s3",
-            endpoint_url=kwargs["endpoint_url"],
-            aws_access_key_id=kwargs["access_key_id"],
-            aws_secret_access_key=kwargs["secret_access_key"],
-            region_name=kwargs["region"],
-        ).create_bucket(Bucket=DEMO_BUCKET)
+        local = self.server.connect_kwargs()
+        client = build_client(
+            endpoint_url=local["endpoint_url"],
+            access_key_id=local["access_key_id"],
+            secret_access_key=local["secret_access_key"],
+            region=local["region"],
+        )
+        client.create_bucket(Bucket=DEMO_BUCKET)
 
     def enqueue(self) -> None:
         """Enqueue the batch: the long job first, then the rest over a few connections."""
@@ -416,8 +330,6 @@ def run_demo(options: DemoOptions, out: Output) -> DemoReport:
 
 
 def _run(options: DemoOptions, out: Output) -> DemoReport:
-    from pail.demo_summary import hold_server, render_summary
-
     origin = time.monotonic()
     display_console = out.errors if out.json_mode else out.console
     with ExitStack() as stack:

@@ -1,4 +1,6 @@
-"""The end of the demo: the summary table, a result URL, the dead letter, and what to try next.
+"""The end of the demo: what it did (``DemoReport``) and how it is told.
+
+The summary table, a result URL, the dead letter, and what to try next.
 
 Each part is one function called by ``render_summary``; a new part (a link
 to the browser status page, say) is one more function and one more call.
@@ -10,16 +12,100 @@ import contextlib
 import os
 import shlex
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markup import escape
 
+from pail.codec import DeadLetter
 from pail.local import ACCESS_KEY, SECRET_KEY
 from pail.output import Output, compact, to_json_text
 
-if TYPE_CHECKING:
-    from pail.demo import DemoReport
+
+@dataclass
+class Reclaim:
+    """The killed worker's story: its job, when it died, when the reaper took the lease."""
+
+    job_id: str
+    pid: int
+    killed_at: float
+    reclaimed_at: float | None = None
+    finished_attempt: int | None = None
+
+
+@dataclass
+class DemoReport:
+    """What the demo did, for the summary and for ``--json``."""
+
+    endpoint_url: str
+    bucket: str
+    enqueued: int
+    done: int
+    failed: int
+    missing: list[str]
+    unknown: list[str]
+    elapsed: float
+    processing: float
+    flaky: int
+    workers: int
+    visibility_timeout: float
+    max_retries: int
+    reclaims: list[Reclaim] = field(default_factory=list)
+    other_reclaims: list[str] = field(default_factory=list)
+    recovered: dict[str, int] = field(default_factory=dict)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    result_job: str = ""
+    result_url: str = ""
+    result: Any = None
+
+    @property
+    def accounted(self) -> bool:
+        """True when every enqueued job is done or dead-lettered, and nothing else is."""
+        return not self.missing and not self.unknown and self.done + self.failed == self.enqueued
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "endpoint_url": self.endpoint_url,
+            "bucket": self.bucket,
+            "enqueued": self.enqueued,
+            "done": self.done,
+            "failed": self.failed,
+            "accounted": self.accounted,
+            "missing": self.missing,
+            "unknown": self.unknown,
+            "elapsed_s": round(self.elapsed, 2),
+            "processing_s": round(self.processing, 2),
+            "jobs_per_s": round(self.enqueued / self.processing, 2) if self.processing else None,
+            "workers": self.workers,
+            "visibility_timeout": self.visibility_timeout,
+            "max_retries": self.max_retries,
+            "reclaimed": [
+                {
+                    "job_id": r.job_id,
+                    "killed_pid": r.pid,
+                    "reclaimed_after_s": (
+                        round(r.reclaimed_at - r.killed_at, 2) if r.reclaimed_at else None
+                    ),
+                    "finished_attempt": r.finished_attempt,
+                }
+                for r in self.reclaims
+            ],
+            "other_reclaimed": self.other_reclaims,
+            "recovered": self.recovered,
+            "dead_letters": [
+                {
+                    "id": d.job_id,
+                    "attempts": d.attempts,
+                    "error": d.error.to_json() if d.error else None,
+                    "payload": d.payload,
+                }
+                for d in self.dead_letters
+            ],
+            "result_job": self.result_job,
+            "result_url": self.result_url,
+            "result": self.result,
+        }
 
 
 def render_summary(out: Output, report: DemoReport, *, held: bool) -> None:
