@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 
 from pail.clock import Clock
 from pail.errors import LeaseLostError, PailError
@@ -20,8 +21,14 @@ class Heartbeat:
     that finds the lease taken sets ``lost`` and stops.
     """
 
-    def __init__(self, lease: Lease, interval: float, clock: Clock) -> None:
+    def __init__(
+        self, lease: Lease, interval: float, clock: Clock, owner: object | None = None
+    ) -> None:
         self._lease = lease
+        # A weak reference to whoever holds the job (a Message): if user code
+        # drops it without settling, renewals stop and the lease can expire,
+        # instead of keeping the job "running" for the life of the process.
+        self._owner = weakref.ref(owner) if owner is not None else None
         self._interval = interval
         self._clock = clock
         self._stop = threading.Event()
@@ -43,7 +50,7 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stop.is_set():
             self._clock.sleep(self._interval, wake=self._stop)
-            if self._stop.is_set():
+            if self._stop.is_set() or (self._owner is not None and self._owner() is None):
                 return
             try:
                 self._lease.renew()

@@ -47,7 +47,7 @@ class Message:
         self._policy = policy
         self._stats = stats
         self._settled = False
-        self._heartbeat = Heartbeat(lease, policy.visibility_timeout / 3, clock).start()
+        self._heartbeat = Heartbeat(lease, policy.visibility_timeout / 3, clock, owner=self).start()
 
     @property
     def id(self) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pail.clock import Clock, SystemClock
 from pail.codec import (
     META_OUTCOME,
+    META_WRITE,
     OUTCOME_DEAD,
     DeadLetter,
     Envelope,
@@ -27,7 +28,14 @@ from pail.config import (
     validate_max_retries,
     validate_visibility_timeout,
 )
-from pail.errors import ConfigurationError, DecodeError, JobNotFoundError, StorageError
+from pail.errors import (
+    AccessDeniedError,
+    ConditionFailedError,
+    ConfigurationError,
+    DecodeError,
+    JobNotFoundError,
+    StorageError,
+)
 from pail.ids import new_job_id, ulid_time, validate_job_id
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.message import Message
@@ -212,35 +220,43 @@ class Pail:
         job_id = new_job_id()
         envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
         body = envelope.encode()
-        written = put_conditional(
-            self._store,
-            self._keys.queue(job_id),
-            body,
-            envelope.write,
-            if_none_match=True,
-            stats=self.write_stats,
-            reason="enqueue",
-        )
-        if written is None:
-            # Only our own earlier try can have held a fresh ULID: it landed, its
-            # response was lost, and a worker has taken the job since.
+        key = self._keys.queue(job_id)
+        try:
+            written = self._store.put(
+                key, body, if_none_match=True, metadata={META_WRITE: envelope.write}
+            )
+        except ConditionFailedError:
+            self.write_stats.lost("enqueue")
+            # Nobody else can hold a fresh ULID: this is our own earlier try,
+            # resent after its response was lost. No read-back needed (a
+            # producer granted PutObject on queue/ only could not read anyway).
             log.info("job %s: enqueued by an earlier try whose response was lost", job_id)
-        elif written.retried:
+            return job_id
+        if written.retried:
             self._drop_recreated_entry(job_id, written.etag)
         return job_id
 
     def _drop_recreated_entry(self, job_id: str, etag: str) -> None:
-        """A retried enqueue landed: if an earlier try landed too and a worker took it, undo ours.
+        """A resent enqueue landed: if an earlier try landed too and a worker took it, undo ours.
 
         botocore resends a PUT whose response was lost; if the first one was
         applied and the job claimed (its entry deleted) meanwhile, the resend
         creates the entry a second time. Claims of first attempts do not
         check ``done/`` (that would cost every job a request), so the
         producer, on this rare path, checks for the job's lease or outcome.
+        A producer without read access skips the check: at worst the job
+        runs twice, and ``done/{id}`` keeps the first result.
         """
-        if self._store.head(self._keys.run(job_id)) or self._store.head(self._keys.done(job_id)):
+        try:
+            taken = self._store.head(self._keys.run(job_id)) or self._store.head(
+                self._keys.done(job_id)
+            )
+        except AccessDeniedError:
+            log.warning("job %s: resent enqueue not checked (no read access)", job_id)
+            return
+        if taken:
             delete_if_unchanged(self._store, self._keys.queue(job_id), etag)
-            log.info("job %s: removed the entry a retried enqueue re-created", job_id)
+            log.info("job %s: removed the entry a resent enqueue re-created", job_id)
 
     # -- consuming ----------------------------------------------------------
 

@@ -70,9 +70,9 @@ def run_message(handler: Handler, message: Message, *, job_timeout: float | None
         log.warning("job %s attempt %d failed: %r", message.id, message.attempt, exc)
         message.fail(exc)
         return False
-    except BaseException as exc:
+    except BaseException:
         # KeyboardInterrupt or SystemExit: give the job back before leaving.
-        message.fail(exc)
+        message.release("the worker was interrupted")
         raise
     if message.lease_lost:
         log.warning("job %s finished after its lease was lost; result not recorded", message.id)

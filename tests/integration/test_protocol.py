@@ -261,18 +261,39 @@ def test_given_released_message_then_claimable_at_once_with_release_recorded(
     again.complete()
 
 
-def test_given_lost_response_on_create_when_retry_sees_412_then_writer_knows_it_won(
+def test_given_resent_create_that_fails_412_then_writer_tells_its_own_write_from_another(
+    hooked: HookedStore,
+) -> None:
+    envelope = Envelope(payload={"n": 1})
+    key = "queue/01JD8X3W5K9T2B7Q4R6M0N1P2S"
+    inner_put = hooked._inner.put
+
+    def resent(key: str, body: bytes, **kwargs: Any) -> Any:
+        try:
+            return inner_put(key, body, **kwargs)
+        except ConditionFailedError as exc:  # as S3Store reports a botocore resend
+            raise ConditionFailedError(key, retried=True) from exc
+
+    inner_put(key, envelope.encode(), if_none_match=True, metadata={"pail-write": envelope.write})
+    hooked._inner.put = resent  # type: ignore[method-assign]
+
+    won = put_conditional(hooked, key, envelope.encode(), envelope.write, if_none_match=True)
+    lost = put_conditional(hooked, key, b'{"payload":2}', "someone-else", if_none_match=True)
+
+    assert won is not None and won.retried and lost is None
+
+
+def test_given_create_sent_once_that_fails_412_then_it_lost_without_reading_back(
     s3store: Callable[[], S3Store],
 ) -> None:
     store = s3store()
-    envelope = Envelope(payload={"n": 1})
     key = "queue/01JD8X3W5K9T2B7Q4R6M0N1P2S"
-    store.put(key, envelope.encode(), if_none_match=True, metadata={"pail-write": envelope.write})
+    store.put(key, b"{}", if_none_match=True, metadata={"pail-write": "first"})
+    reads: list[str] = []
+    store.head = lambda k: reads.append(k)  # type: ignore[assignment, method-assign]
 
-    won = put_conditional(store, key, envelope.encode(), envelope.write, if_none_match=True)
-    lost = put_conditional(store, key, b'{"payload":2}', "someone-else", if_none_match=True)
-
-    assert won is not None and lost is None
+    assert put_conditional(store, key, b"{}", "first", if_none_match=True) is None
+    assert reads == []
 
 
 def test_given_lease_write_applied_but_answer_lost_when_claiming_then_claim_succeeds(
@@ -295,3 +316,21 @@ def test_given_lease_write_applied_but_answer_lost_when_claiming_then_claim_succ
     assert message is not None and message.id == job_id
     assert message.complete({"ok": 1}) is True
     assert pail.write_stats.ambiguous_wins == 1
+
+
+def test_given_claimed_message_dropped_unsettled_then_its_lease_expires_and_job_is_requeued(
+    s3store: Callable[[], S3Store],
+) -> None:
+    import gc
+
+    a = Pail(s3store(), visibility_timeout=VT)
+    job_id = a.enqueue({"n": 1})
+    message = a.claim()
+    assert message is not None
+    del message  # user code raised between claim() and settling, and dropped it
+    gc.collect()
+
+    reap_until(a, "requeued")
+
+    status = a.status(job_id)
+    assert status is not None and status.state is JobState.PENDING

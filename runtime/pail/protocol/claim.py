@@ -201,6 +201,8 @@ class Claimer:
 
     def _ended(self, envelope: Envelope, job_id: str) -> bool:
         """Step 4: True if this entry is stale because the job already ended."""
+        if envelope.attempts == 0 and not envelope.redriven:
+            return False  # only enqueue writes these, and it cleans up after itself
         done = self._store.head(self._keys.done(job_id))
         if done is None:
             return False
