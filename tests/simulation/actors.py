@@ -14,13 +14,13 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pail.codec import Envelope, ErrorInfo
+from pail.codec import ErrorInfo
 from pail.errors import LeaseLostError, PailError, StorageError
 from pail.protocol import settle
 from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
 from pail.protocol.reaper import Reaper
-from pail.protocol.writes import put_conditional
+from pail.queue import Pail
 from pail.worker import Polling
 from tests.simulation.scheduler import Actor, Process
 
@@ -32,35 +32,33 @@ POLL_CEILING = 2.0
 
 
 def sim_job_id(index: int) -> str:
-    """A fixed-width id that sorts in enqueue order, like a ULID (Crockford digits only)."""
+    """A fixed-width id that sorts in creation order, like a ULID (Crockford digits only)."""
     return f"{index:026d}"
 
 
 def producer(world: World, process: Process) -> None:
-    """Enqueue the run's jobs as ``Pail.enqueue`` does, retrying each until it is written."""
-    for index in range(world.config.jobs):
-        world.scheduler.sleep(world.rng.uniform(0, world.config.enqueue_window))
-        job_id = sim_job_id(index)
-        world.ledger.expect(job_id)
-        envelope = Envelope(payload={"n": index}, enqueued_at=world.store.server_now().isoformat())
+    """A user's producer: ``Pail.enqueue`` each job; on an error, enqueue it again (a new id).
+
+    An enqueue that raises may still have landed (its tries all lost their
+    responses): the ledger follows every id that reached the bucket, so that
+    job must end like any other.
+    """
+    config = world.config
+    pail = Pail(
+        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+    )
+    for index in range(config.jobs):
+        world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))
         while True:
             try:
-                written = put_conditional(
-                    world.store,
-                    world.keys.queue(job_id),
-                    envelope.encode(),
-                    envelope.write,
-                    if_none_match=True,
-                    stats=world.stats,
-                    reason="enqueue",
-                )
-            except StorageError:
+                pail.enqueue({"n": index})
+            except StorageError as exc:
+                world.counts["enqueue_errors"] += 1
+                world.ledger.note(f"enqueue failed, enqueuing again: {exc}")
                 world.scheduler.sleep(world.rng.uniform(0.05, 0.5))
                 continue
-            if written is None:
-                # As Pail.enqueue: our earlier try landed and the job was taken since.
-                world.counts["enqueue_ambiguous"] += 1
             break
+    world.counts["enqueue_ambiguous"] += pail.write_stats.by_reason.get("enqueue", 0)
     world.producer_done = True
 
 

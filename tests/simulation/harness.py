@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from itertools import count
 
+from pail import queue as pail_queue
 from pail.keys import Keys
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
@@ -289,7 +290,7 @@ class World:
             self.producer_done
             and live[QUEUE] == 0
             and live[RUN] == 0
-            and self.ledger.terminal == self.config.jobs
+            and self.ledger.terminal == self.ledger.enqueued
             and self.ledger.open_executions == 0
             and self.scheduler.now >= self.last_stall_end
         )
@@ -303,7 +304,24 @@ class World:
         finally:
             logger.disabled = was_disabled
 
+    def _job_ids(self) -> Iterator[str]:
+        """``Pail.enqueue``'s ids in this run: fixed, in order, and each known to the ledger."""
+        for index in count():
+            job_id = actors.sim_job_id(index)
+            self.ledger.expect(job_id)
+            yield job_id
+
     def _run(self) -> Outcome:
+        ids = self._job_ids()
+        # ULIDs carry the wall clock and randomness; a replayable run needs its own.
+        real_new_job_id = getattr(pail_queue, "new_job_id")  # noqa: B009 - not re-exported
+        setattr(pail_queue, "new_job_id", lambda: next(ids))  # noqa: B010
+        try:
+            return self._simulate()
+        finally:
+            setattr(pail_queue, "new_job_id", real_new_job_id)  # noqa: B010
+
+    def _simulate(self) -> Outcome:
         config = self.config
         scheduler = self.scheduler
         self.start("producer")

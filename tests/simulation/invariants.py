@@ -128,6 +128,7 @@ class Ledger:
         self.events: list[Event] = []
         self.live: Counter[str] = Counter()
         self.terminal = 0
+        self.enqueued = 0
         self.open_executions = 0
         self.counts: Counter[str] = Counter()
 
@@ -161,7 +162,9 @@ class Ledger:
             job.present.add(prefix)
             self.live[prefix] += 1
         if prefix == QUEUE and after is not None:
-            job.enqueued = True
+            if not job.enqueued:
+                job.enqueued = True
+                self.enqueued += 1
             self._check_attempts(job, after, "queue", limit=self._max_attempt() - 1)
         if prefix == RUN and after is not None:
             if actor is not None:
@@ -241,6 +244,8 @@ class Ledger:
             for execution in job.executions:
                 if execution.end is None:
                     execution.end = now
+            if not job.enqueued:
+                continue  # its enqueue failed before reaching the bucket
             if job.terminal_at is None:
                 left = sorted(job.present)
                 kind = Kind.STUCK if left else Kind.LOST

@@ -96,6 +96,24 @@ def _requeue_keeps_any_pending_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transitions, "requeue", requeue)
 
 
+def _requeue_drops_lease_when_entry_vanished(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The seed found gets there only along the claim's old request sequence.
+    _claim_trusts_first_attempt_entries(monkeypatch)
+
+    def ensure_pending(
+        store: Store, key: str, envelope: Envelope, stats: WriteStats | None
+    ) -> bool:
+        body = envelope.encode()
+        if put_conditional(store, key, body, envelope.write, if_none_match=True, stats=stats):
+            return True
+        current = store.get(key)
+        if current is not None and transitions._attempts(current.body) < envelope.attempts:
+            put_conditional(store, key, body, envelope.write, if_match=current.etag, stats=stats)
+        return True  # the lease is dropped whatever became of the entry
+
+    monkeypatch.setattr(transitions, "_ensure_pending", ensure_pending)
+
+
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
@@ -126,11 +144,21 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        779,
+        1603,
         Kind.RETRY_POLICY,
         "A retried enqueue PUT lands again while attempt 1 runs; attempt 1 fails and requeue's "
         "create-only PUT keeps the stale attempts=0 entry: attempt 1 runs again, and the job "
         "runs max_retries + 2 times.",
         _requeue_keeps_any_pending_entry,
+    ),
+    Regression(
+        "requeue-loses-job-to-dropped-duplicate",
+        6811,
+        Kind.LOST,
+        "A retried enqueue re-creates the entry of a job a worker runs; the attempt fails and "
+        "requeue's create-only PUT meets the duplicate; the producer, seeing the lease, deletes "
+        "the duplicate; requeue finds no entry, writes nothing, and drops the lease. (Found "
+        "with the claim's first-attempt shortcut in place, which its seed needs to get there.)",
+        _requeue_drops_lease_when_entry_vanished,
     ),
 )

@@ -67,7 +67,8 @@ def _seed_reaching(regression: Regression, monkeypatch: pytest.MonkeyPatch) -> i
     """
     regression.restore_bug(monkeypatch)
     try:
-        for seed in (regression.seed, *range(REGRESSION_SEARCH)):
+        candidates: list[int] = [regression.seed, *range(REGRESSION_SEARCH)]
+        for seed in candidates:
             if regression.breaks in run_seed(seed).kinds():
                 if seed != regression.seed:
                     print(f"\n{regression.name}: seed {regression.seed} moved; now seed {seed}")

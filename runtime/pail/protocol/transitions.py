@@ -30,6 +30,8 @@ from pail.keys import Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store
 
+REQUEUE_TRIES = 3
+
 
 class Ending(StrEnum):
     """How a transition out of ``run/{id}`` ended."""
@@ -57,33 +59,37 @@ def requeue(
     attempts is stale (a stalled worker's late retry, or a producer's PUT
     that botocore retried after a worker had claimed the job) and is
     replaced under ``If-Match``: kept, it would run attempts over again,
-    past ``max_retries``.
+    past ``max_retries``. The lease is dropped only once the job is surely
+    pending; otherwise it stays, deciding a retry, for the reaper to finish.
     """
     envelope = record.envelope(attempts=attempts, last_error=error)
-    key = keys.queue(record.job_id)
-    written = put_conditional(
-        store,
-        key,
-        envelope.encode(),
-        envelope.write,
-        if_none_match=True,
-        stats=stats,
-        reason="requeue",
-    )
-    if written is None:
-        current = store.get(key)
-        if current is not None and _attempts(current.body) < attempts:
-            put_conditional(
-                store,
-                key,
-                envelope.encode(),
-                envelope.write,
-                if_match=current.etag,
-                stats=stats,
-                reason="requeue",
-            )
-    delete_if_unchanged(store, keys.run(record.job_id), lease_etag)
+    if _ensure_pending(store, keys.queue(record.job_id), envelope, stats):
+        delete_if_unchanged(store, keys.run(record.job_id), lease_etag)
     return Ending.REQUEUED
+
+
+def _ensure_pending(store: Store, key: str, envelope: Envelope, stats: WriteStats | None) -> bool:
+    """Make ``key`` a pending entry with at least ``envelope``'s attempts; False if it could not."""
+    body = envelope.encode()
+    for _ in range(REQUEUE_TRIES):
+        created = put_conditional(
+            store, key, body, envelope.write, if_none_match=True, stats=stats, reason="requeue"
+        )
+        if created is not None:
+            return True
+        current = store.get(key)
+        if current is None:
+            # Removed since our PUT failed (a producer dropping an entry its
+            # retried enqueue re-created): write ours again.
+            continue
+        if _attempts(current.body) >= envelope.attempts:
+            return True
+        replaced = put_conditional(
+            store, key, body, envelope.write, if_match=current.etag, stats=stats, reason="requeue"
+        )
+        if replaced is not None:
+            return True
+    return False
 
 
 def _attempts(body: bytes) -> int:
