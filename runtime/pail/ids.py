@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 
 from ulid import ULID
 
+from pail.errors import ConfigurationError
+
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 
@@ -45,7 +47,7 @@ def ulid_time(job_id: str) -> datetime | None:
 
 
 def validate_job_id(job_id: str) -> str:
-    """Reject ids that cannot be a single key segment."""
-    if not job_id or "/" in job_id or len(job_id) > 512:
-        raise ValueError(f"invalid job id {job_id!r}")
+    """Reject ids that cannot be a single key segment (``ConfigurationError``, a ``ValueError``)."""
+    if not isinstance(job_id, str) or not job_id or "/" in job_id or len(job_id) > 512:
+        raise ConfigurationError(f"invalid job id {job_id!r}: expected one key segment, no '/'")
     return job_id

@@ -69,6 +69,17 @@ def build_app() -> WSGIApp:
     return SerialisedWrites(app)
 
 
+def exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
+    """Exit this process once ``parent_pid`` is gone, so a killed parent leaves no server behind."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="pail-parent-watch", daemon=True).start()
+
+
 def serve(host: str = LOOPBACK, port: int = 9000) -> None:
     """Run the server in the foreground until interrupted."""
     from werkzeug.serving import WSGIRequestHandler, make_server
@@ -134,6 +145,8 @@ class LocalS3:
             self.host,
             "--port",
             str(self.port),
+            "--parent-pid",
+            str(os.getpid()),
         ]
         self._process = subprocess.Popen(
             command,
@@ -187,7 +200,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--host", default=LOOPBACK)
     parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--parent-pid", type=int, default=None, help="exit when it is gone")
     args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        exit_with_parent(args.parent_pid)
     serve(args.host, args.port)
 
 

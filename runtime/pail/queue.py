@@ -442,6 +442,10 @@ class Pail:
             letter = DeadLetter.decode(obj.body, job_id)
         except DecodeError as exc:
             raise DecodeError(f"dead letter {job_id} is unreadable: {exc}") from exc
+        # Read the dead marker before the job can run again: once the entry is
+        # written, a claim may finish this redrive and the job may die anew,
+        # and only the marker we saw is ours to remove.
+        marker = self._store.head(self._keys.done(job_id))
         envelope = Envelope(
             payload=letter.payload,
             attempts=0,
@@ -459,7 +463,6 @@ class Pail:
         )
         if written is None:
             return False  # already pending again
-        marker = self._store.head(self._keys.done(job_id))
         if marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
             delete_if_unchanged(self._store, marker.key, marker.etag)
         delete_if_unchanged(self._store, obj.key, obj.etag)
@@ -478,8 +481,14 @@ def build_client(
     """A boto3 S3 client with pail's retry and timeout settings."""
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import ProfileNotFound
 
-    session = boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
+    try:
+        session = (
+            boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
+        )
+    except ProfileNotFound as exc:
+        raise ConfigurationError(f"AWS profile {profile!r} not found: {exc}") from exc
     config = Config(
         # SigV4 everywhere: S3 refuses SigV2 presigned URLs on buckets made since 2020.
         signature_version="s3v4",
