@@ -62,10 +62,19 @@ class ErrorInfo:
 
     @classmethod
     def from_exception(cls, exc: BaseException, attempt: int = 0) -> ErrorInfo:
-        tb = "".join(traceback.format_exception(exc))
-        if len(tb) > TRACEBACK_LIMIT:
-            tb = "...\n" + tb[-TRACEBACK_LIMIT:]
-        return cls(type(exc).__name__, str(exc)[:MESSAGE_LIMIT], tb, attempt)
+        """Record ``exc``; the traceback keeps its innermost frames and always its last line."""
+        message = str(exc)[:MESSAGE_LIMIT]
+        last = f"{type(exc).__name__}: {message}\n"
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        room = max(0, TRACEBACK_LIMIT - len(last))
+        if len(frames) > room:
+            frames = "...\n" + frames[-room:]
+        return cls(
+            type(exc).__name__,
+            message,
+            f"Traceback (most recent call last):\n{frames}{last}",
+            attempt,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
