@@ -49,6 +49,13 @@ class Kind(StrEnum):
     PARALLEL = "parallel-execution"
     RAN_AFTER_END = "ran-after-end"
     RETRY_POLICY = "retry-policy"
+    RESENT_ENQUEUE_RERUN = "resent-enqueue-rerun"
+    """Known, open: a run again or past the policy, of a job whose entry a resent enqueue re-created.
+
+    ``Pail.enqueue`` removes an entry its resent PUT re-created, but a worker
+    can claim that entry first; first-attempt claims do not check ``done/``.
+    Reported apart so the sweep stays a test of everything else.
+    """
 
 
 class Rules(StrEnum):
@@ -94,6 +101,7 @@ class JobState:
     job_id: str
     present: set[str] = field(default_factory=set)
     enqueued: bool = False
+    recreated: bool = False
     dead: bool = False
     terminal_at: float | None = None
     terminal_by_valid_writer: bool = False
@@ -165,6 +173,8 @@ class Ledger:
             if not job.enqueued:
                 job.enqueued = True
                 self.enqueued += 1
+            elif before is None and job.run_writes and not job.recreated:
+                job.recreated = self._first_attempt(after)
             self._check_attempts(job, after, "queue", limit=self._max_attempt() - 1)
         if prefix == RUN and after is not None:
             if actor is not None:
@@ -295,7 +305,16 @@ class Ledger:
     def _max_attempt(self) -> int:
         return 1_000_000 if self.max_retries is None else self.max_retries + 1
 
+    def _first_attempt(self, obj: StoredObject) -> bool:
+        try:
+            data = json.loads(obj.body)
+        except ValueError:
+            return False
+        return int(data.get("attempts", 0)) == 0 and not data.get("redriven")
+
     def _violate(self, kind: Kind, job_id: str, detail: str) -> None:
+        if kind in (Kind.RAN_AFTER_END, Kind.RETRY_POLICY) and self.jobs[job_id].recreated:
+            kind = Kind.RESENT_ENQUEUE_RERUN
         violation = Violation(kind, job_id, detail, self._scheduler.now)
         self.violations.append(violation)
         self.note(f"VIOLATION {violation}")

@@ -126,7 +126,7 @@ REGRESSIONS = (
     ),
     Regression(
         "reaped-dead-marker-without-dlq",
-        61,
+        208,
         Kind.TERMINAL,
         "A reaper fences an expired lease with no retries left and writes the dead marker, "
         "then dies; the next reaper sees a RUNNING (not DYING) lease beside the marker and only "
@@ -134,21 +134,12 @@ REGRESSIONS = (
         _reaper_finishes_dead_marker_only_for_dying_lease,
     ),
     Regression(
-        "retried-enqueue-runs-finished-job",
-        62,
-        Kind.RAN_AFTER_END,
-        "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
-        "and finishes the job; the retried PUT finds no object and lands again; the claim skips "
-        "the done/ check for a first attempt and runs the finished job again.",
-        _claim_trusts_first_attempt_entries,
-    ),
-    Regression(
         "stale-entry-resets-attempts",
-        1603,
+        13111,
         Kind.RETRY_POLICY,
-        "A retried enqueue PUT lands again while attempt 1 runs; attempt 1 fails and requeue's "
-        "create-only PUT keeps the stale attempts=0 entry: attempt 1 runs again, and the job "
-        "runs max_retries + 2 times.",
+        "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
+        "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
+        "earlier attempts run again, and the job runs more than max_retries + 1 times.",
         _requeue_keeps_any_pending_entry,
     ),
     Regression(
