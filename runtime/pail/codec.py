@@ -30,6 +30,7 @@ META_OUTCOME = "pail-outcome"
 META_ATTEMPT = "pail-attempt"
 OUTCOME_SUCCEEDED = "succeeded"
 OUTCOME_DEAD = "dead"
+OUTCOME_CANCELLED = "cancelled"
 
 # The body of done/{id} for a dead-lettered job: JSON null. A handler's None
 # is stored as {} (as in 0.1.1), so null can only mean "no result".
@@ -113,6 +114,10 @@ class Envelope:
     last_error: ErrorInfo | None = None
     redriven: int = 0
     write: str = field(default_factory=new_token)
+    cancelled: bool = False
+    """Set by ``cancel``: the claim that reads it finishes the cancellation instead of running it."""
+    keyed: bool = False
+    """Enqueued under a dedup key: a duplicate may re-create it, so its claim checks ``done/``."""
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {"payload": self.payload, "attempts": self.attempts}
@@ -123,6 +128,10 @@ class Envelope:
             data["last_error"] = self.last_error.to_json()
         if self.redriven:
             data["redriven"] = self.redriven
+        if self.cancelled:
+            data["cancelled"] = True
+        if self.keyed:
+            data["keyed"] = True
         data["w"] = self.write
         return dumps(data)
 
@@ -141,6 +150,8 @@ class Envelope:
             last_error=ErrorInfo.from_json(data.get("last_error")),
             redriven=int(data.get("redriven", 0) or 0),
             write=str(data.get("w", "")),
+            cancelled=bool(data.get("cancelled", False)),
+            keyed=bool(data.get("keyed", False)),
         )
 
 

@@ -27,6 +27,9 @@ DLQ = "dlq/"
 
 ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ)
 
+# Not a job state: dedup key records (``pail.features.dedup``), named by a digest.
+DEDUP = "keys/"
+
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
@@ -86,6 +89,9 @@ class Keys:
 
     def dlq(self, job_id: str) -> str:
         return f"{self.root}{DLQ}{job_id}"
+
+    def dedup(self, digest: str) -> str:
+        return f"{self.root}{DEDUP}{digest}"
 
     def job_id(self, key: str) -> str:
         """The job id of any key of this queue (the part after the state prefix)."""

@@ -8,6 +8,7 @@ from typing import Any
 from pail.clock import Clock
 from pail.codec import ErrorInfo
 from pail.errors import LeaseLostError, PayloadError
+from pail.features import cancel
 from pail.heartbeat import Heartbeat
 from pail.keys import Keys
 from pail.protocol import settle
@@ -47,6 +48,7 @@ class Message:
         self._policy = policy
         self._stats = stats
         self._settled = False
+        self._cancelled: bool | None = None
         self._heartbeat = Heartbeat(lease, policy.visibility_timeout / 3, clock, owner=self).start()
 
     @property
@@ -66,6 +68,18 @@ class Message:
     def lease_lost(self) -> bool:
         """True once a renewal found that another worker or the reaper took the job."""
         return self._lease.lost
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the job was cancelled; learnt at a heartbeat (its renewal fails).
+
+        A cooperative handler checks it (``current_job().message.cancelled``)
+        and stops; whatever it returns is not recorded. Costs one HEAD, once,
+        after the lease was lost.
+        """
+        if self._cancelled is None and self._lease.lost:
+            self._cancelled = cancel.was_cancelled(self._store, self._keys, self.id)
+        return bool(self._cancelled)
 
     @property
     def settled(self) -> bool:

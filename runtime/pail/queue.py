@@ -7,7 +7,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -36,6 +36,7 @@ from pail.errors import (
     JobNotFoundError,
     StorageError,
 )
+from pail.features import batch, cancel, dedup
 from pail.ids import new_job_id, ulid_time, validate_job_id
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.message import Message
@@ -211,12 +212,16 @@ class Pail:
 
     # -- producing ----------------------------------------------------------
 
-    def enqueue(self, payload: Any) -> str:
+    def enqueue(self, payload: Any, *, key: str | None = None) -> str:
         """Add a job; return its id (a 26-character ULID).
 
         The payload must be JSON-serialisable; if it is not, ``PayloadError``
-        is raised and nothing is written.
+        is raised and nothing is written. With a dedup ``key``, at most one
+        job per key is enqueued and a repeat returns the first job's id (use
+        ``enqueue_once`` to learn whether this call created it).
         """
+        if key is not None:
+            return self.enqueue_once(payload, key=key).id
         job_id = new_job_id()
         envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
         body = envelope.encode()
@@ -235,6 +240,40 @@ class Pail:
         if written.retried:
             self._drop_recreated_entry(job_id, written.etag)
         return job_id
+
+    def enqueue_once(self, payload: Any, *, key: str) -> dedup.EnqueueResult:
+        """Enqueue ``payload`` unless a job with dedup ``key`` exists.
+
+        Returns ``EnqueueResult(id, created)``: ``created`` is False when the
+        key was already used, and ``id`` is then the existing job's. A key is
+        remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
+        """
+        return dedup.enqueue_keyed(self._store, self._keys, payload, key, stats=self.write_stats)
+
+    def forget_key(self, key: str) -> None:
+        """Forget dedup ``key``: the next enqueue with it creates a new job."""
+        dedup.forget_key(self._store, self._keys, key)
+
+    def enqueue_many(
+        self, payloads: Sequence[Any], *, max_workers: int = batch.DEFAULT_MAX_WORKERS
+    ) -> list[str]:
+        """Enqueue every payload, ``max_workers`` PUTs at a time; return the ids in order.
+
+        Every item is attempted. If some fail, ``BatchEnqueueError`` says which
+        (``.errors`` by index) and carries the ids of the others (``.ids``).
+        """
+        return batch.enqueue_many(self.enqueue, payloads, max_workers=max_workers)
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel a job; True if it is cancelled, False if it had already ended.
+
+        A pending job never runs. A running job's worker learns it at its next
+        heartbeat (``Message.cancelled``) and its result is not recorded. The
+        status becomes ``cancelled``. Raises ``JobNotFoundError`` for an unknown id.
+        """
+        return cancel.cancel(
+            self._store, self._keys, validate_job_id(job_id), stats=self.write_stats
+        )
 
     def _drop_recreated_entry(self, job_id: str, etag: str) -> None:
         """A resent enqueue landed: if an earlier try landed too and a worker took it, undo ours.

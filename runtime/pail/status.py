@@ -7,7 +7,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pail.codec import META_OUTCOME, OUTCOME_DEAD, DeadLetter, Envelope, ErrorInfo, LeaseRecord
+from pail.codec import (
+    META_OUTCOME,
+    OUTCOME_CANCELLED,
+    OUTCOME_DEAD,
+    DeadLetter,
+    Envelope,
+    ErrorInfo,
+    LeaseRecord,
+)
 from pail.errors import DecodeError
 from pail.ids import ulid_time
 from pail.keys import Keys
@@ -27,6 +35,7 @@ class JobState(StrEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +101,7 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
             )
         return JobStatus(
             job_id,
-            JobState.PENDING,
+            JobState.CANCELLED if envelope.cancelled else JobState.PENDING,
             envelope.attempts,
             _enqueued_at(job_id, envelope.enqueued_at),
             pending.last_modified,
@@ -114,6 +123,8 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
             record.progress,
         )
     done = store.head(keys.done(job_id))
+    if done is not None and done.metadata.get(META_OUTCOME) == OUTCOME_CANCELLED:
+        return JobStatus(job_id, JobState.CANCELLED, 0, ulid_time(job_id), done.last_modified)
     if done is not None and done.metadata.get(META_OUTCOME) != OUTCOME_DEAD:
         attempts = int(done.metadata.get("pail-attempt", "0") or 0)
         return JobStatus(job_id, JobState.DONE, attempts, ulid_time(job_id), done.last_modified)

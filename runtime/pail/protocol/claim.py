@@ -36,6 +36,7 @@ import random
 from pail.clock import Clock
 from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
 from pail.errors import ConditionFailedError, DecodeError
+from pail.features import cancel
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
 from pail.protocol import transitions
@@ -150,6 +151,18 @@ class Claimer:
         except DecodeError as exc:
             self._dead_letter_garbage(job_id, pending, exc)
             return None
+        if envelope.cancelled:
+            # A cancellation past its commit point: finish it, never run the job.
+            first_redrive = envelope.redriven > 0 and envelope.attempts == 0
+            cancel.finish_pending(
+                self._store,
+                self._keys,
+                job_id,
+                pending.etag,
+                redriven=first_redrive,
+                stats=self._stats,
+            )
+            return None
         record = LeaseRecord(
             job_id=job_id,
             payload=envelope.payload,
@@ -201,7 +214,7 @@ class Claimer:
 
     def _ended(self, envelope: Envelope, job_id: str) -> bool:
         """Step 4: True if this entry is stale because the job already ended."""
-        if envelope.attempts == 0 and not envelope.redriven:
+        if envelope.attempts == 0 and not envelope.redriven and not envelope.keyed:
             return False  # only enqueue writes these, and it cleans up after itself
         done = self._store.head(self._keys.done(job_id))
         if done is None:

@@ -1,0 +1,154 @@
+"""Cancelling a job: a pending job never runs, a running one loses its lease.
+
+``done/{id}`` is the single terminal key, so a cancellation is one more
+outcome written there, create-only (body ``null``, outcome ``cancelled``):
+it is exclusive with a success and with a dead-letter, whichever comes first.
+
+- **Pending**: the entry is first rewritten under ``If-Match`` with
+  ``cancelled: true`` (the commit point). A claimer that reads such an entry
+  finishes the cancellation instead of running it, so a crash after the
+  commit point never lets the job run. Then the terminal marker, then the
+  entry is deleted under ``If-Match``.
+- **Running**: the terminal marker, then the lease is deleted under
+  ``If-Match``. The owner's next renewal fails, ``Message.lease_lost`` and
+  ``Message.cancelled`` turn True, and whatever it writes afterwards fails
+  (its ``complete`` loses to the marker, its retry entry is dropped by the
+  claim's ``done/`` check for retry entries).
+
+``docs/protocol.md`` ("Cancel") has the crash analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pail.codec import DEAD_MARKER, META_OUTCOME, OUTCOME_CANCELLED, OUTCOME_DEAD, Envelope
+from pail.errors import DecodeError, JobNotFoundError
+from pail.ids import new_token
+from pail.keys import Keys
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.store.base import Store
+
+ROUNDS = 4
+"""Looks at the job before giving up: each lost race means the job moved on, so this is plenty."""
+
+
+def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = None) -> bool:
+    """Cancel ``job_id``; True if it is cancelled now (by this call or an earlier one).
+
+    False if the job had already ended otherwise (succeeded or dead-lettered).
+    Raises ``JobNotFoundError`` if no object of the job exists.
+    """
+    for _ in range(ROUNDS):
+        pending = store.get(keys.queue(job_id))
+        if pending is not None:
+            etag = pending.etag
+            try:
+                envelope = Envelope.decode(pending.body)
+            except DecodeError:
+                envelope = None  # garbage: nothing can run it, just end it
+            if envelope is not None and not envelope.cancelled:
+                marked = replace(envelope, cancelled=True, write=new_token())
+                won = put_conditional(
+                    store,
+                    pending.key,
+                    marked.encode(),
+                    marked.write,
+                    if_match=etag,
+                    stats=stats,
+                    reason="cancel",
+                )
+                if won is None:
+                    continue  # claimed or replaced since we read it: look again
+                etag = won.etag
+            redriven = envelope is not None and envelope.redriven > 0 and envelope.attempts == 0
+            return finish_pending(store, keys, job_id, etag, redriven=redriven, stats=stats)
+        running = store.head(keys.run(job_id))
+        if running is None:
+            ended = _outcome(store, keys, job_id)
+            if ended is not None:
+                return ended == OUTCOME_CANCELLED
+            continue  # between two states (a retry being written): look again
+        outcome = _mark_terminal(store, keys, job_id, stats)
+        if outcome != OUTCOME_CANCELLED:
+            return False
+        _drop_lease(store, keys, job_id, running.etag)
+        return True
+    if _outcome(store, keys, job_id) == OUTCOME_CANCELLED:
+        return True
+    raise JobNotFoundError(f"no job {job_id!r} to cancel")
+
+
+def finish_pending(
+    store: Store,
+    keys: Keys,
+    job_id: str,
+    entry_etag: str,
+    *,
+    redriven: bool = False,
+    stats: WriteStats | None = None,
+) -> bool:
+    """End a pending entry marked cancelled: the terminal marker, then delete the entry.
+
+    Idempotent; claimers call it for every cancelled entry they read, so a
+    cancellation that crashed after its commit point is finished by them.
+    True if the job is cancelled, False if it had already ended otherwise
+    (a stale retry entry of a finished job): either way the entry goes.
+
+    A redriven first attempt may still find its old dead marker (the redrive
+    stopped before removing it): the redrive is finished first, as a claim
+    would, so that the cancellation, not the old death, is the outcome.
+    """
+    outcome = _mark_terminal(store, keys, job_id, stats)
+    if outcome == OUTCOME_DEAD and redriven:
+        marker = store.head(keys.done(job_id))
+        if marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
+            delete_if_unchanged(store, marker.key, marker.etag)
+        store.delete(keys.dlq(job_id))
+        outcome = _mark_terminal(store, keys, job_id, stats)
+    delete_if_unchanged(store, keys.queue(job_id), entry_etag)
+    return outcome == OUTCOME_CANCELLED
+
+
+def was_cancelled(store: Store, keys: Keys, job_id: str) -> bool:
+    """True if ``done/{id}`` says the job was cancelled (one HEAD)."""
+    return _outcome(store, keys, job_id) == OUTCOME_CANCELLED
+
+
+def _mark_terminal(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) -> str:
+    """Create the cancelled marker unless the job has an outcome; return the job's outcome."""
+    written = put_conditional(
+        store,
+        keys.done(job_id),
+        DEAD_MARKER,
+        new_token(),
+        if_none_match=True,
+        metadata={META_OUTCOME: OUTCOME_CANCELLED},
+        stats=stats,
+        reason="cancel-marker",
+    )
+    if written is not None:
+        return OUTCOME_CANCELLED
+    # Lost: another outcome is there (or was, if a redrive removed it since).
+    return _outcome(store, keys, job_id) or OUTCOME_DEAD
+
+
+def _outcome(store: Store, keys: Keys, job_id: str) -> str | None:
+    done = store.head(keys.done(job_id))
+    if done is None:
+        return None
+    # No pail metadata: written by pailq 0.1.1, a success.
+    return done.metadata.get(META_OUTCOME, "succeeded")
+
+
+def _drop_lease(store: Store, keys: Keys, job_id: str, etag: str) -> None:
+    """Delete the running lease so its owner's next renewal fails; the owner may renew meanwhile."""
+    for _ in range(ROUNDS):
+        if delete_if_unchanged(store, keys.run(job_id), etag):
+            return
+        current = store.head(keys.run(job_id))
+        if current is None:
+            return
+        etag = current.etag
+    # Still renewing under our feet: harmless, the owner's writes all lose to
+    # the marker and it drops its lease when it settles (or the reaper does).

@@ -1,0 +1,127 @@
+"""Dedup keys: at most one job per key, by a create-only write of ``keys/{sha256(key)}``.
+
+The key record holds the job id and the payload, and is written *before* the
+job's pending entry:
+
+1. PUT ``keys/{digest}`` ``If-None-Match: *``: ``{"id", "payload", ...}``. It
+   decides which job the key names. A loser reads the record and returns
+   that id with ``created=False``.
+2. PUT ``queue/{id}`` ``If-None-Match: *``, marked ``keyed``.
+
+A crash between the two leaves a record naming a job with no object. The
+next ``enqueue`` with the same key notices (the job has no status) and
+writes the entry from the record, create-only, so the job is not lost and
+the key is not blocked. That repair and a late step 2 of the first producer
+can both land, at different times: the entry is marked ``keyed`` so that its
+claim checks ``done/{id}`` (one HEAD, paid by keyed jobs only) and never
+runs a finished job again.
+
+A key is remembered for as long as its record exists: ``Pail.forget_key``
+deletes it, and a lifecycle rule on the ``keys/`` prefix can expire records
+(keep it shorter than the result TTL: a key that outlives its job's
+``done/`` object would let the repair run that job again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pail.codec import Envelope, dumps
+from pail.errors import ConfigurationError, DecodeError
+from pail.ids import new_job_id, new_token, validate_job_id
+from pail.keys import Keys
+from pail.protocol.writes import WriteStats, put_conditional
+from pail.status import read_status
+from pail.store.base import Store
+
+MAX_KEY_LENGTH = 1024
+ROUNDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What a keyed enqueue did: the job's id, and whether this call created the job.
+
+    ``created`` is False when the key was already used: ``id`` is then the
+    existing job's id, and ``payload`` was not enqueued.
+    """
+
+    id: str
+    created: bool
+
+
+def digest(key: str) -> str:
+    """The object name of a dedup key: its SHA-256, so any string is a safe key.
+
+    >>> digest("order-42")[:16]
+    '3bf8b157c4238eef'
+    """
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+        raise ConfigurationError(f"a dedup key is a string of 1-{MAX_KEY_LENGTH} characters")
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def enqueue_keyed(
+    store: Store, keys: Keys, payload: Any, key: str, *, stats: WriteStats | None = None
+) -> EnqueueResult:
+    """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring."""
+    record_key = keys.dedup(digest(key))
+    job_id = new_job_id()
+    envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat(), keyed=True)
+    token = new_token()
+    record = dumps(
+        {"id": job_id, "key": key, "envelope": json.loads(envelope.encode()), "w": token}
+    )
+    for _ in range(ROUNDS):
+        won = put_conditional(
+            store, record_key, record, token, if_none_match=True, stats=stats, reason="dedup"
+        )
+        if won is not None:
+            _write_entry(store, keys, job_id, envelope, stats)
+            return EnqueueResult(job_id, created=True)
+        existing = store.get(record_key)
+        if existing is None:
+            continue  # forgotten since our write failed: try again
+        existing_id, existing_envelope = _decode(existing.body)
+        if read_status(store, keys, existing_id) is None:
+            # Its producer crashed before step 2 (or is just about to do it):
+            # write the entry; create-only, so at most one of us lands first.
+            _write_entry(store, keys, existing_id, existing_envelope, stats)
+        return EnqueueResult(existing_id, created=False)
+    raise ConfigurationError(f"dedup key {key!r} keeps disappearing; is something deleting keys/?")
+
+
+def forget_key(store: Store, keys: Keys, key: str) -> None:
+    """Forget ``key``: the next enqueue with it creates a new job."""
+    store.delete(keys.dedup(digest(key)))
+
+
+def _write_entry(
+    store: Store, keys: Keys, job_id: str, envelope: Envelope, stats: WriteStats | None
+) -> None:
+    body = envelope.encode()
+    # A 412 is the other writer of this same entry (first producer or repair):
+    # the job is pending, which is all this step must ensure.
+    put_conditional(
+        store,
+        keys.queue(job_id),
+        body,
+        envelope.write,
+        if_none_match=True,
+        stats=stats,
+        reason="enqueue",
+    )
+
+
+def _decode(body: bytes) -> tuple[str, Envelope]:
+    try:
+        data = json.loads(body)
+        job_id = validate_job_id(str(data["id"]))
+        envelope = Envelope.decode(dumps(data["envelope"]))
+    except (ValueError, KeyError, TypeError, DecodeError, ConfigurationError) as exc:
+        raise DecodeError(f"dedup key record is unreadable: {exc}") from exc
+    return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at, keyed=True)
