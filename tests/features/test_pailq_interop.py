@@ -84,8 +84,13 @@ def test_given_jobs_enqueued_by_pailq_when_pail_works_then_pailq_reads_the_resul
     payloads = [{"n": n} for n in range(3)]
     ids = _original(original_python, s3_server, bucket, action="enqueue", payloads=payloads)
 
-    seen = []
-    while pail.work_once(lambda payload: seen.append(payload) or {"doubled": payload["n"] * 2}):
+    seen: list[Any] = []
+
+    def double(payload: Any) -> Any:
+        seen.append(payload)
+        return {"doubled": payload["n"] * 2}
+
+    while pail.work_once(double):
         pass
 
     assert seen == payloads  # FIFO, as the original enqueued them
