@@ -148,64 +148,85 @@ def _add(into: dict[str, int], more: dict[str, int]) -> None:
 # -- scenarios -----------------------------------------------------------------
 
 
-def claim_path(side: Side, bucket: str, p: Params) -> Result:
-    """Claim cost at growing backlogs, with one worker and short jobs.
+class _Backlog:
+    """One queue held at a fixed backlog, with one long-lived worker, and what its claims cost."""
 
-    At each backlog the queue is topped up, then jobs are claimed one at a
-    time; each claim is timed and counted on its own, then the job is
-    completed and one new job is enqueued (counted apart), so the backlog
-    stays where it is while it is measured.
+    def __init__(self, side: Side, bucket: str, backlog: int, wanted: int) -> None:
+        seed(side, bucket, 0, backlog)
+        self.side = side
+        self.queue = side.queue(bucket)
+        self.backlog = backlog
+        self.wanted = wanted
+        self.next_job = backlog
+        self.times: list[float] = []
+        self.spent = 0.0
+        self.claim_counts: dict[str, int] = {}
+        self.complete_counts: dict[str, int] = {}
+        self.enqueue_counts: dict[str, int] = {}
+
+    def active(self, min_claims: int, cap_seconds: float) -> bool:
+        n = len(self.times)
+        return n < self.wanted and (n < min_claims or self.spent < cap_seconds)
+
+    def step(self) -> None:
+        """Claim one job (timed and counted alone), complete it, enqueue a replacement."""
+        counter = self.side.counter
+        before = counter.snapshot()
+        started = time.perf_counter()
+        message = self.queue.claim()
+        claimed_at = time.perf_counter()
+        claimed = counter.snapshot()
+        if message is None:
+            raise RuntimeError(f"{self.side.name}: no job claimed at backlog {self.backlog}")
+        message.complete({"ok": True})
+        completed = counter.snapshot()
+        self.queue.enqueue({"job": self.next_job})
+        self.next_job += 1
+        self.times.append(claimed_at - started)
+        self.spent += time.perf_counter() - started
+        _add(self.claim_counts, diff(claimed, before))
+        _add(self.complete_counts, diff(completed, claimed))
+        _add(self.enqueue_counts, diff(counter.snapshot(), completed))
+
+    def to_json(self) -> Result:
+        n = len(self.times)
+        job_counts = _summed(self.claim_counts, self.complete_counts, self.enqueue_counts)
+        return {
+            "backlog": self.backlog,
+            "claims": n,
+            "claim_ms_median": round(statistics.median(self.times) * 1000, 2),
+            "claim_ms_p90": round(_quantile(self.times, 0.9) * 1000, 2),
+            "claim_requests": self.claim_counts,
+            "complete_requests": self.complete_counts,
+            "enqueue_requests": self.enqueue_counts,
+            "job_counts": job_counts,
+            "claim_per": _per(self.claim_counts, n),
+            "job_per": _per(job_counts, n),
+            "failed_conditions": failed_conditions(job_counts),
+        }
+
+
+def claim_path(side: Side, bucket: str, p: Params) -> Result:
+    """Claim cost at several backlogs, with one worker per queue and short jobs.
+
+    Each backlog has a bucket of its own (``{bucket}-{i}``) filled up front
+    and its own long-lived worker. Claims then go round-robin over the
+    backlogs, one at a time, so a change in the machine's load hits every
+    backlog alike. Each claim is timed and counted on its own; the job is
+    then completed and a replacement enqueued (both counted apart), so the
+    backlog stays where it is while it is measured.
     """
-    q = side.queue(bucket)
-    counter = side.counter
-    pending = 0
-    next_job = 0
-    steps = []
-    for backlog, wanted in zip(p["backlogs"], p["claims"], strict=True):
-        seed(side, bucket, next_job, backlog - pending)
-        next_job += backlog - pending
-        pending = backlog
-        claim_counts: dict[str, int] = {}
-        complete_counts: dict[str, int] = {}
-        enqueue_counts: dict[str, int] = {}
-        times: list[float] = []
-        deadline = time.monotonic() + p["cap_seconds"]
-        while len(times) < wanted and (len(times) < p["min_claims"] or time.monotonic() < deadline):
-            before = counter.snapshot()
-            started = time.perf_counter()
-            message = q.claim()
-            times.append(time.perf_counter() - started)
-            claimed = counter.snapshot()
-            if message is None:
-                raise RuntimeError(f"{side.name}: no job claimed at backlog {backlog}")
-            message.complete({"ok": True})
-            completed = counter.snapshot()
-            q.enqueue({"job": next_job})
-            next_job += 1
-            _add(claim_counts, diff(claimed, before))
-            _add(complete_counts, diff(completed, claimed))
-            _add(enqueue_counts, diff(counter.snapshot(), completed))
-        n = len(times)
-        steps.append(
-            {
-                "backlog": backlog,
-                "claims": n,
-                "claim_ms_median": round(statistics.median(times) * 1000, 2),
-                "claim_ms_p90": round(_quantile(times, 0.9) * 1000, 2),
-                "claim_requests": claim_counts,
-                "complete_requests": complete_counts,
-                "enqueue_requests": enqueue_counts,
-                "claim_per": _per(claim_counts, n),
-                "job_per": _per(
-                    {**_summed(claim_counts, complete_counts, enqueue_counts)},
-                    n,
-                ),
-                "failed_conditions": failed_conditions(claim_counts)
-                + failed_conditions(complete_counts),
-                "job_counts": _summed(claim_counts, complete_counts, enqueue_counts),
-            }
-        )
-    return {"steps": steps}
+    backlogs = [
+        _Backlog(side, f"{bucket}-{i}", backlog, wanted)
+        for i, (backlog, wanted) in enumerate(zip(p["backlogs"], p["claims"], strict=True))
+    ]
+    while True:
+        active = [b for b in backlogs if b.active(p["min_claims"], p["cap_seconds"])]
+        if not active:
+            break
+        for backlog in active:
+            backlog.step()
+    return {"steps": [b.to_json() for b in backlogs]}
 
 
 def _summed(*counts: dict[str, int]) -> dict[str, int]:
@@ -290,12 +311,26 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
     Before each job the producer waits long enough for the worker's polling
     to back off to its ceiling, plus a random part of one poll interval, so
     jobs arrive at a random phase of an idle worker's polling.
-    Latency runs from ``enqueue`` returning to the handler starting.
+    Latency runs from ``enqueue`` returning to the handler starting. It is
+    split in two: the ``claim()`` call that returned the job (timed by
+    wrapping the worker's bound ``claim``, which both ``work`` loops call),
+    and the wait before that call began.
     """
     floor, ceiling = p["floor"], p["ceiling"]
     worker_q, producer = side.queue(bucket), side.queue(bucket)
     arrived: Queue[float] = Queue()
+    claim_seconds: Queue[float] = Queue()
     stop = threading.Event()
+    claim = worker_q.claim
+
+    def timed_claim() -> Any:
+        started = time.perf_counter()
+        message = claim()
+        if message is not None:
+            claim_seconds.put(time.perf_counter() - started)
+        return message
+
+    worker_q.claim = timed_claim
 
     def handler(payload: Any) -> dict[str, Any]:
         arrived.put(time.perf_counter())
@@ -310,6 +345,7 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
     threading.Thread(target=run, daemon=True).start()
     rng = random.Random(7)
     samples: list[float] = []
+    claims: list[float] = []
     for job in range(p["samples"] + 1):
         time.sleep(2 * ceiling + rng.uniform(0, ceiling))
         producer.enqueue({"job": job})
@@ -318,9 +354,12 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
             started = arrived.get(timeout=2 * ceiling + 30)
         except Empty:
             raise RuntimeError(f"{side.name}: job {job} was not claimed") from None
+        took = claim_seconds.get(timeout=5)
         if job:  # the first one warms the connections up
             samples.append(started - enqueued)
+            claims.append(took)
     stop.set()
+    waits = [total - took for total, took in zip(samples, claims, strict=True)]
     return {
         "floor": floor,
         "ceiling": ceiling,
@@ -328,6 +367,8 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
         "p50_ms": round(_quantile(samples, 0.5) * 1000, 1),
         "p99_ms": round(_quantile(samples, 0.99) * 1000, 1),
         "max_ms": round(max(samples) * 1000, 1),
+        "claim_p50_ms": round(_quantile(claims, 0.5) * 1000, 1),
+        "wait_p50_ms": round(_quantile(waits, 0.5) * 1000, 1),
     }
 
 

@@ -214,14 +214,36 @@ def summarise(results: dict[str, Any]) -> list[Figure]:
             )
         )
 
+    second = results.get("second_server", {})
+    if "contention" in second:
+        so, sp = second["contention"]["original"], second["contention"]["pail"]
+        ratio = sp["jobs_per_second"] / so["jobs_per_second"] if so["jobs_per_second"] else 0
+        rates = server_rates(results, "second_server")
+        mix = ceiling_jobs_per_second(rates, sp["per_job"])
+        rows.append(
+            Figure(
+                f"throughput, {w} workers, on {second['name']} (jobs/s)",
+                f"{_fmt(so['jobs_per_second'])} ({so['duplicates']} duplicate executions)",
+                f"{_fmt(sp['jobs_per_second'])} ({sp['jobs_per_second'] / mix:.0%} of its "
+                f"ceiling for the mix; {sp['duplicates']} duplicate executions)",
+                f"{ratio:.1f}x faster",
+                "—",
+                None,
+            )
+        )
+
     lat = results["latency"]
     rows.append(
         Figure(
             "enqueue → claim, idle warm worker, p50 / p99 (ms)",
             f"{_fmt(lat['original']['p50_ms'])} / {_fmt(lat['original']['p99_ms'])} "
-            f"({lat['original']['ceiling']} s poll; ≈ 10,000 at its 20 s default)",
+            f"({lat['original']['ceiling']} s poll; p50 {_fmt(lat['original']['wait_p50_ms'], 1)} "
+            f"waiting + {_fmt(lat['original']['claim_p50_ms'], 1)} in the claim; "
+            "≈ 10,000 at its 20 s default)",
             f"{_fmt(lat['pail']['p50_ms'])} / {_fmt(lat['pail']['p99_ms'])} "
-            f"({lat['pail']['floor']} s → {lat['pail']['ceiling']} s polling)",
+            f"({lat['pail']['floor']} s → {lat['pail']['ceiling']} s polling; p50 "
+            f"{_fmt(lat['pail']['wait_p50_ms'], 1)} waiting + "
+            f"{_fmt(lat['pail']['claim_p50_ms'], 1)} in the claim)",
             "—",
             "p50 ≤ 100",
             lat["pail"]["p50_ms"] <= 100,
@@ -258,7 +280,8 @@ def markdown(results: dict[str, Any], figures: list[Figure]) -> str:
     meta = results["meta"]
     plan = meta["plan"]
     parts = [
-        f"Run: {meta['started']}, {meta['plan']['name']} plan, {meta['wall_seconds']} s, "
+        f"Run: {meta['started']}, commit {meta['git']}, {meta['plan']['name']} plan, "
+        f"{meta['wall_seconds']} s, "
         f"{meta['machine']}, Python {meta['python']}; server: {meta['server']}; "
         f"original: pailq {meta['original']['version']} (Python {meta['original']['python']}, "
         f"{meta['original']['files_verified']} files verified against its wheel's RECORD).",

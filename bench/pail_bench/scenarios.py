@@ -153,6 +153,7 @@ def run_plan(
             "plan": plan.to_json(),
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
+            "git": _git_state(),
             "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
             "original": {
                 "version": original.version,
@@ -176,6 +177,7 @@ def run_plan(
                 "cap_seconds": plan.claim_cap_seconds,
                 "min_claims": 3,
             },
+            extra_buckets=len(plan.backlogs),
         )
         log("==> contention")
         results["contention"] = {side: [] for side in SIDES}
@@ -206,6 +208,20 @@ def run_plan(
     return results
 
 
+def _git_state() -> str:
+    """The commit measured, and whether the runtime had uncommitted changes."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=30
+        )
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "runtime")
+    return f"{commit} (runtime/ with uncommitted changes)" if dirty else commit
+
+
 def _contention_params(plan: Plan, side: str, workers: int) -> dict[str, Any]:
     cap = plan.pail_contention_cap if side == "pail" else plan.original_contention_cap
     return {"workers": workers, "jobs": plan.contention_jobs, "cap_seconds": cap}
@@ -229,6 +245,13 @@ def _second_server(
     name, manager = found
     log(f"==> second server: {name}")
     with manager as server:
-        figures = server_figures(Runner(server, original, log), plan)
+        runner = Runner(server, original, log)
+        figures = server_figures(runner, plan)
         figures["name"] = name
+        figures["contention"] = {
+            side: runner.drive(
+                side, "contention", _contention_params(plan, side, plan.throughput_workers)
+            )
+            for side in SIDES
+        }
         return figures
