@@ -1,0 +1,385 @@
+"""Process chaos on the real local S3 server: kill workers, break the network, then audit.
+
+``run_chaos`` enqueues the jobs, starts worker OS processes (``worker_main``:
+``Pail.work`` through a ``FaultProxy``), and until every job is terminal it
+SIGKILLs a random worker every ``kill_every`` seconds (restarting it at once)
+and runs ``reap()`` on a schedule, also through the proxy. Then the network
+heals, the reaper runs until nothing is left in ``queue/`` or ``run/``, and
+the audit reads everything back through a direct client:
+
+* **lost:** enqueued jobs without a terminal state (must be 0);
+* **stuck:** objects left in ``queue/`` or ``run/`` once quiet (must be 0);
+* **results changed:** sampled results re-read at the end (must be 0);
+* **duplicates:** executions beyond a job's first, each explained by a kill of
+  the previous executor, or by that executor's own report (in the record) of
+  a lost lease or a result it could not record: a stall. Unexplained must be 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pail import Pail
+from pail.codec import decode_result
+from pail.errors import PailError, StorageError
+from pail.keys import DLQ, DONE, QUEUE, RUN
+from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LocalS3
+from tests.chaos.proxy import FaultProxy
+from tests.servers import make_s3_client
+
+ROOT = Path(__file__).resolve().parents[2]
+TICK = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosConfig:
+    """The CI variant by default: 300 jobs, 4 workers, a kill every 0.5 s, 5% faults."""
+
+    jobs: int = 300
+    workers: int = 4
+    kill_every: float = 0.5
+    fault_rate: float = 0.05
+    visibility_timeout: float = 1.5
+    max_retries: int = 10
+    reap_every: float = 1.0
+    work_seconds: float = 0.2
+    deadline: float = 110.0
+    quiet_deadline: float = 20.0
+    sample: int = 40
+    seed: int = 0
+
+
+@dataclass
+class Execution:
+    pid: int
+    ended: bool = False
+
+
+@dataclass
+class ChaosReport:
+    """The figures and the findings of one run."""
+
+    jobs: int = 0
+    enqueue_errors: int = 0
+    kills: int = 0
+    reaper_passes: int = 0
+    executions: int = 0
+    duplicates: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+    done: int = 0
+    dead: int = 0
+    lost: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unexplained: list[str] = field(default_factory=list)
+    sampled: int = 0
+    drained_in: float = 0.0
+    seconds: float = 0.0
+    timed_out: bool = False
+
+    def summary(self) -> str:
+        faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items()) if k != "requests")
+        return (
+            f"{self.jobs} jobs ({self.done} done, {self.dead} dead-lettered) drained in "
+            f"{self.drained_in:.1f} s, {self.seconds:.1f} s in all\n"
+            f"  kills {self.kills}, reaper passes {self.reaper_passes}, enqueue errors "
+            f"{self.enqueue_errors}\n"
+            f"  requests through the proxy {self.faults['requests']}, faults injected: {faults}\n"
+            f"  executions {self.executions}, duplicates {sum(self.duplicates.values())} "
+            f"({dict(self.duplicates)}), unexplained {len(self.unexplained)}\n"
+            f"  lost {len(self.lost)}, stuck {len(self.stuck)}, results changed "
+            f"{len(self.changed)} of {self.sampled} sampled"
+        )
+
+
+class _Fleet:
+    """The worker processes: start, kill, restart, stop."""
+
+    def __init__(self, config: ChaosConfig, bucket: str, endpoint: str, record: Path) -> None:
+        self._command = [
+            sys.executable,
+            "-m",
+            "tests.chaos.worker_main",
+            "--bucket",
+            bucket,
+            "--endpoint",
+            endpoint,
+            "--record",
+            str(record),
+            "--visibility-timeout",
+            str(config.visibility_timeout),
+            "--max-retries",
+            str(config.max_retries),
+            "--work-seconds",
+            str(config.work_seconds),
+        ]
+        self._log = (record.parent / "workers.log").open("ab")
+        self.processes = [self._start() for _ in range(config.workers)]
+        self.killed: set[int] = set()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            self._command, cwd=ROOT, stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL
+        )
+
+    def kill_one(self, rng: random.Random) -> None:
+        index = rng.randrange(len(self.processes))
+        process = self.processes[index]
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.killed.add(process.pid)
+        self.processes[index] = self._start()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            self.killed.add(process.pid)
+        self._log.close()
+
+
+def run_chaos(server: LocalS3, bucket: str, workdir: Path, config: ChaosConfig) -> ChaosReport:
+    """Run the chaos described in the module docstring; see ``ChaosReport`` for what it finds."""
+    began = time.monotonic()
+    report = ChaosReport()
+    rng = random.Random(config.seed)
+    record = workdir / "executions.log"
+    direct = _connect(bucket, server.endpoint_url, config)
+    with FaultProxy(server.port, fault_rate=config.fault_rate, seed=config.seed) as proxy:
+        faulty = _connect(bucket, proxy.endpoint_url, config)
+        ids = _enqueue(faulty, config.jobs, report)
+        fleet = _Fleet(config, bucket, proxy.endpoint_url, record)
+        samples: dict[str, tuple[str, bytes]] = {}
+        try:
+            report.timed_out = not _drain(config, fleet, faulty, direct, ids, samples, report, rng)
+        finally:
+            fleet.stop()
+        report.drained_in = time.monotonic() - began
+        proxy.fault_rate = 0.0
+        report.faults = Counter(proxy.counts)
+    _quiet_down(direct, config, report)
+    _audit(direct, ids, samples, record, fleet.killed, report)
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def _connect(bucket: str, endpoint: str, config: ChaosConfig) -> Pail:
+    return Pail.connect(
+        bucket,
+        endpoint_url=endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        region=REGION,
+        visibility_timeout=config.visibility_timeout,
+        max_retries=config.max_retries,
+    )
+
+
+def _enqueue(pail: Pail, jobs: int, report: ChaosReport) -> dict[str, int]:
+    """Enqueue ``jobs`` jobs through the proxy; an enqueue that fails is made again."""
+    ids: dict[str, int] = {}
+    call = 0
+    while len(ids) < jobs:
+        try:
+            ids[pail.enqueue({"n": call})] = call
+        except StorageError:
+            report.enqueue_errors += 1
+        call += 1
+    report.jobs = len(ids)
+    return ids
+
+
+def _drain(
+    config: ChaosConfig,
+    fleet: _Fleet,
+    faulty: Pail,
+    direct: Pail,
+    ids: dict[str, int],
+    samples: dict[str, tuple[str, bytes]],
+    report: ChaosReport,
+    rng: random.Random,
+) -> bool:
+    """Kill, restart and reap until every enqueued job is terminal; False at the deadline."""
+    start = time.monotonic()
+    next_kill = start + config.kill_every
+    next_reap = start + config.reap_every
+    next_check = start
+    while time.monotonic() - start < config.deadline:
+        now = time.monotonic()
+        if now >= next_kill:
+            fleet.kill_one(rng)
+            report.kills += 1
+            next_kill = now + config.kill_every
+        if now >= next_reap:
+            try:
+                faulty.reap()
+                report.reaper_passes += 1
+            except StorageError:
+                pass  # a reap that met too many faults: the next one goes on
+            next_reap = now + config.reap_every
+        if now >= next_check:
+            finished = _terminal_ids(direct)
+            _sample(direct, finished, samples, config.sample)
+            if set(ids) <= finished:
+                return True
+            next_check = now + 0.5
+        time.sleep(TICK)  # the loop's tick: kills and reaps are due at set times
+    return False
+
+
+def _terminal_ids(pail: Pail) -> set[str]:
+    return {pail.keys.job_id(info.key) for info in _listing(pail, DONE)}
+
+
+def _listing(pail: Pail, state: str) -> list[Any]:
+    items: list[Any] = []
+    token: str | None = None
+    while True:
+        page = pail.store.list(pail.keys.prefix(state), continuation=token)
+        items.extend(page.items)
+        token = page.next_token
+        if token is None:
+            return items
+
+
+def _sample(pail: Pail, finished: set[str], samples: dict[str, tuple[str, bytes]], n: int) -> None:
+    """Read a few results as soon as they are visible, to compare with the end."""
+    for job_id in sorted(finished - set(samples))[: max(0, n - len(samples))]:
+        obj = pail.store.get(pail.keys.done(job_id))
+        if obj is not None:
+            samples[job_id] = (obj.etag, obj.body)
+
+
+def _quiet_down(pail: Pail, config: ChaosConfig, report: ChaosReport) -> None:
+    """Reap, with the network healed, until nothing is pending or running (or the deadline)."""
+    deadline = time.monotonic() + config.quiet_deadline
+    while time.monotonic() < deadline:
+        if not _listing(pail, QUEUE) and not _listing(pail, RUN):
+            return
+        try:
+            pail.reap()
+            report.reaper_passes += 1
+        except PailError:
+            pass
+        time.sleep(0.25)  # leases of killed workers expire on the server's clock
+
+
+def _audit(
+    pail: Pail,
+    ids: dict[str, int],
+    samples: dict[str, tuple[str, bytes]],
+    record: Path,
+    killed: set[int],
+    report: ChaosReport,
+) -> None:
+    report.stuck = sorted(info.key for state in (QUEUE, RUN) for info in _listing(pail, state))
+    finished = _terminal_ids(pail)
+    report.lost = sorted(set(ids) - finished)
+    dead = {pail.keys.job_id(info.key) for info in _listing(pail, DLQ)}
+    report.dead = len(dead & set(ids))
+    report.done = len((finished - dead) & set(ids))
+    for job_id, (etag, body) in samples.items():
+        now = pail.store.get(pail.keys.done(job_id))
+        if now is None or (now.etag, now.body) != (etag, body):
+            report.changed.append(job_id)
+    report.sampled = len(samples)
+    calls = _calls_by_job(pail, finished, dead)
+    _explain_duplicates(record, calls, killed, report)
+
+
+def _calls_by_job(pail: Pail, finished: set[str], dead: set[str]) -> dict[int, tuple[str, int]]:
+    """Enqueue call number -> (job id, pid whose result counts; 0 if dead-lettered)."""
+    calls: dict[int, tuple[str, int]] = {}
+    for letter in pail.dead_letters():
+        if isinstance(letter.payload, dict):
+            calls[int(letter.payload["n"])] = (letter.job_id, 0)
+    for job_id in finished - dead:
+        obj = pail.store.get(pail.keys.done(job_id))
+        if obj is not None:
+            result = decode_result(obj.body)
+            calls[int(result["n"])] = (job_id, int(result["by"]))
+    return calls
+
+
+def _explain_duplicates(
+    record: Path, calls: dict[int, tuple[str, int]], killed: set[int], report: ChaosReport
+) -> None:
+    """Each execution after a job's first must follow a kill or a stall; see the module docstring."""
+    runs: dict[int, list[Execution]] = defaultdict(list)
+    troubled: set[tuple[str, int]] = set()
+    for line in record.read_text().splitlines():
+        kind, subject, pid_text = line.split(" ", 3)[:3]
+        pid = int(pid_text)
+        if kind == "start":
+            runs[int(subject)].append(Execution(pid))
+        elif kind == "end":
+            for execution in reversed(runs[int(subject)]):
+                if execution.pid == pid:
+                    execution.ended = True
+                    break
+        elif kind == "log":
+            troubled.add((subject, pid))
+    for call, executions in runs.items():
+        report.executions += len(executions)
+        job_id, winner = calls.get(call, (f"call-{call}", 0))
+        for before, after in itertools.pairwise(executions):
+            if before.pid == winner:
+                # The job was done: only a zombie (one that lost its lease) may run it again.
+                cause = "zombie after the result (stall)" if (job_id, after.pid) in troubled else ""
+            elif before.pid in killed:
+                cause = "after a kill"
+            elif (job_id, before.pid) in troubled:
+                cause = "after a lost lease or unrecorded result (stall)"
+            else:
+                cause = ""
+            if cause:
+                report.duplicates[cause] += 1
+            else:
+                report.unexplained.append(
+                    f"job {job_id} (call {call}): run by {before.pid} then by {after.pid}"
+                )
+
+
+def main() -> int:
+    """``scripts/chaos``: the larger variant (2,000 jobs by default) on its own server."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="scripts/chaos", description=__doc__)
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--kill-every", type=float, default=0.5)
+    parser.add_argument("--fault-rate", type=float, default=0.05)
+    parser.add_argument("--deadline", type=float, default=900.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    config = ChaosConfig(
+        jobs=args.jobs,
+        workers=args.workers,
+        kill_every=args.kill_every,
+        fault_rate=args.fault_rate,
+        deadline=args.deadline,
+        quiet_deadline=60.0,
+        seed=args.seed,
+    )
+    with LocalS3() as server, tempfile.TemporaryDirectory(prefix="pail-chaos-") as tmp:
+        make_s3_client(server.connect_kwargs()).create_bucket(Bucket="chaos")
+        report = run_chaos(server, "chaos", Path(tmp), config)
+    print(report.summary())
+    for line in report.unexplained[:20]:
+        print(f"  unexplained: {line}")
+    bad = report.lost or report.stuck or report.changed or report.unexplained or report.timed_out
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
