@@ -1,0 +1,183 @@
+"""The simulation, extended to the features beyond the original: dedup keys and cancellation.
+
+The workers and reapers are the harness's own (the real ``Claimer``,
+``settle`` and ``Reaper``); the producer is a user's that uses the features:
+
+* every job is enqueued with a **dedup key** (``Pail.enqueue_once``); a
+  storage error is retried with the *same* key, as a user of keys would,
+  and every key is enqueued a second time once the first call returned;
+* some jobs are **cancelled**, at a random time (pending, running or done),
+  retried on storage errors as ``cancel`` is idempotent.
+
+``FeatureLedger`` checks, on top of every invariant of ``invariants.py``:
+
+* **one job per key:** the entries of one key's payload all carry one job id,
+  and a repeat returns that id;
+* **a cancelled job never starts again:** no execution whose claim started
+  after the cancellation's commit point (an entry marked ``cancelled``, or the
+  ``cancelled`` marker under ``done/``);
+* a cancelled job is terminal exactly once (its ``done/`` marker is a
+  cancellation, not a death: it needs no ``dlq/`` record).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from pail.codec import META_OUTCOME, OUTCOME_CANCELLED
+from pail.errors import JobNotFoundError, StorageError
+from pail.queue import Pail
+from pail.store.base import StoredObject
+from tests.simulation import actors
+from tests.simulation.harness import Model, SimConfig, World
+from tests.simulation.invariants import DONE, QUEUE, Execution, Kind, Ledger, Rules
+from tests.simulation.scheduler import Actor, Process
+
+if TYPE_CHECKING:
+    from tests.simulation.harness import Outcome
+
+CANCEL_SHARE = 0.4
+"""Of the jobs, the share the producer cancels."""
+
+
+class FeatureLedger(Ledger):
+    """``Ledger`` plus the dedup and cancellation invariants (module docstring)."""
+
+    def __init__(self, world: World) -> None:
+        config = world.config
+        super().__init__(
+            world.scheduler,
+            visibility_timeout=config.visibility_timeout,
+            max_retries=config.max_retries,
+            rules=Rules.PAIL,
+        )
+        self.cancelled_at: dict[str, float] = {}
+        self.ids_by_key: defaultdict[int, set[str]] = defaultdict(set)
+        self.returned_by_key: defaultdict[int, set[str]] = defaultdict(set)
+
+    def mutated(
+        self, key: str, before: StoredObject | None, after: StoredObject | None, actor: Actor | None
+    ) -> None:
+        prefix, _, job_id = key.partition("/")
+        job = self.jobs.get(job_id)
+        super().mutated(key, before, after, actor)
+        if job is None or after is None:
+            return
+        if prefix == DONE and before is None and _cancelled_marker(after):
+            job.dead = False  # a cancellation's null marker is not a death
+            self.cancelled_at.setdefault(job_id, self._scheduler.now)
+        if prefix == QUEUE:
+            data = _json(after.body)
+            if data.get("cancelled"):
+                self.cancelled_at.setdefault(job_id, self._scheduler.now)
+            payload = data.get("payload")
+            if isinstance(payload, dict) and "n" in payload:
+                self.ids_by_key[int(payload["n"])].add(job_id)
+                if len(self.ids_by_key[int(payload["n"])]) > 1:
+                    self._violate(
+                        Kind.TERMINAL,
+                        job_id,
+                        f"dedup key {payload['n']} has jobs {sorted(self.ids_by_key[payload['n']])}",
+                    )
+
+    def execution_started(
+        self, process: Process, job_id: str, attempt: int, claim_started: float
+    ) -> Execution:
+        execution = super().execution_started(process, job_id, attempt, claim_started)
+        cancelled = self.cancelled_at.get(job_id)
+        if cancelled is not None and claim_started > cancelled:
+            self._violate(
+                Kind.RAN_AFTER_END,
+                job_id,
+                f"{execution.label()} claimed at t={claim_started:.3f}, "
+                f"after its cancellation at t={cancelled:.3f}",
+            )
+        return execution
+
+    def returned(self, index: int, job_id: str) -> None:
+        """A keyed enqueue of payload ``index`` returned ``job_id``."""
+        self.returned_by_key[index].add(job_id)
+        if len(self.returned_by_key[index]) > 1:
+            self._violate(
+                Kind.TERMINAL,
+                job_id,
+                f"dedup key {index} returned {sorted(self.returned_by_key[index])}",
+            )
+
+
+def _json(body: bytes) -> dict[str, object]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cancelled_marker(obj: StoredObject) -> bool:
+    return obj.metadata.get(META_OUTCOME) == OUTCOME_CANCELLED
+
+
+def producer(world: World, process: Process) -> None:
+    """Keyed enqueues (each key twice), and cancellations of some jobs at random times."""
+    config = world.config
+    ledger = world.ledger
+    assert isinstance(ledger, FeatureLedger)
+    pail = Pail(
+        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+    )
+    to_cancel: list[str] = []
+    for index in range(config.jobs):
+        world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))
+        for _repeat in range(2):
+            job_id = _retrying(world, partial(_enqueue, pail, index))
+            ledger.returned(index, job_id)
+        roll = world.rng.random()
+        if roll < CANCEL_SHARE / 2:
+            _cancel_now(world, pail, job_id)  # most likely still pending
+        elif roll < CANCEL_SHARE:
+            to_cancel.append(job_id)
+    world.producer_done = True
+    for job_id in to_cancel:
+        world.scheduler.sleep(world.rng.uniform(0, config.visibility_timeout))
+        _cancel_now(world, pail, job_id)
+
+
+def _cancel_now(world: World, pail: Pail, job_id: str) -> None:
+    outcome = _retrying(world, partial(_cancel, pail, job_id))
+    world.counts[f"cancel_{outcome}"] += 1
+    world.counts["cancels"] += 1
+
+
+def _enqueue(pail: Pail, index: int) -> str:
+    return pail.enqueue_once({"n": index}, key=f"k{index}").id
+
+
+def _cancel(pail: Pail, job_id: str) -> str:
+    try:
+        return "cancelled" if pail.cancel(job_id) else "ended"
+    except JobNotFoundError:
+        return "not-found"  # between two states four times in a row: harmless, counted
+
+
+def _retrying(world: World, call: Callable[[], str]) -> str:
+    while True:
+        try:
+            return call()
+        except StorageError as exc:
+            world.counts["producer_errors"] += 1
+            world.ledger.note(f"producer call failed, again: {exc}")
+            world.scheduler.sleep(world.rng.uniform(0.05, 0.5))
+
+
+FEATURES = Model("features", Rules.PAIL, producer, actors.worker, actors.reaper)
+
+
+def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
+    """One run of the features model; the same seed replays the same run."""
+    world = World(SimConfig.for_seed(seed, chaos=chaos), FEATURES)
+    world.ledger = FeatureLedger(world)
+    return world.run()

@@ -1,0 +1,98 @@
+"""The features beyond the original under the deterministic simulation: dedup keys, cancellation.
+
+``features.py`` describes the run and its extra invariants. Seeds are cheap
+(a few jobs each); ``PAIL_SIM_FEATURE_SEEDS`` sets how many.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from pail.features import cancel, dedup
+from pail.protocol import claim
+from tests.simulation.features import run_feature_seed
+from tests.simulation.invariants import Kind
+
+SEEDS = int(os.environ.get("PAIL_SIM_FEATURE_SEEDS", "2000"))
+
+
+@pytest.fixture(autouse=True)
+def replayable_dedup_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keyed enqueues draw ids where ``Pail.enqueue`` does, which the harness makes replayable."""
+    from pail import queue as pail_queue
+
+    monkeypatch.setattr(dedup, "new_job_id", lambda: getattr(pail_queue, "new_job_id")())  # noqa: B009
+
+
+def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_invariant_holds() -> (
+    None
+):
+    failures, counts = _sweep(SEEDS)
+
+    print(f"\nfeature simulation: {SEEDS} seeds, {dict(counts)}")
+    assert counts["cancels"] > 0 and counts["crashes"] > 0 and counts["stalls"] > 0
+    assert not failures, "\n\n".join(failures[:2])
+
+
+def test_given_cancels_that_stop_at_their_commit_point_when_simulated_then_claims_finish_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A producer that dies right after marking the entry: the claims must end the job, unrun."""
+    _stop_cancels_after_commit(monkeypatch)
+
+    failures, counts = _sweep(SEEDS // 2)
+
+    assert counts["cancel_cancelled"] > 0
+    assert not failures, "\n\n".join(failures[:2])
+
+
+def test_given_claims_that_run_cancelled_entries_when_simulated_then_the_ledger_sees_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cancellation invariant can fail: put back a claim that ignores the cancelled flag."""
+    _stop_cancels_after_commit(monkeypatch)
+    real_try = claim.Claimer._try
+
+    def run_cancelled(self: claim.Claimer, key: str) -> object:
+        entry = self._store.get(key)
+        if entry is not None and b'"cancelled":true' in entry.body:
+            body = entry.body.replace(b'"cancelled":true', b'"cancelled":false')
+            self._store.put(key, body, if_match=entry.etag, metadata=dict(entry.metadata))
+        return real_try(self, key)
+
+    monkeypatch.setattr(claim.Claimer, "_try", run_cancelled)
+    kinds: set[Kind] = set()
+    for seed in range(SEEDS):
+        kinds |= run_feature_seed(seed, chaos=False).kinds()
+        if Kind.RAN_AFTER_END in kinds:
+            break
+
+    assert Kind.RAN_AFTER_END in kinds
+
+
+def _stop_cancels_after_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Pail.cancel`` stops (as if its process died) once the entry is marked; claims do not."""
+    real_finish = cancel.finish_pending
+
+    def finish(*args: Any, **kwargs: Any) -> bool:
+        if sys._getframe(1).f_code is cancel.cancel.__code__:
+            return True
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(cancel, "finish_pending", finish)
+
+
+def _sweep(seeds: int) -> tuple[list[str], Counter[str]]:
+    failures: list[str] = []
+    counts: Counter[str] = Counter()
+    for seed in range(seeds):
+        outcome = run_feature_seed(seed)
+        counts.update(outcome.counts)
+        if outcome.failed and outcome.kinds() != {Kind.RESENT_ENQUEUE_RERUN}:
+            failures.append(outcome.report())
+    return failures, counts
