@@ -29,7 +29,6 @@ from pail.config import (
     validate_visibility_timeout,
 )
 from pail.errors import (
-    AccessDeniedError,
     ConditionFailedError,
     ConfigurationError,
     DecodeError,
@@ -227,18 +226,16 @@ class Pail:
         body = envelope.encode()
         key = self._keys.queue(job_id)
         try:
-            written = self._store.put(
-                key, body, if_none_match=True, metadata={META_WRITE: envelope.write}
-            )
+            self._store.put(key, body, if_none_match=True, metadata={META_WRITE: envelope.write})
         except ConditionFailedError:
             self.write_stats.lost("enqueue")
             # Nobody else can hold a fresh ULID: this is our own earlier try,
             # resent after its response was lost. No read-back needed (a
             # producer granted PutObject on queue/ only could not read anyway).
+            # A resend can also re-create an entry a worker already took and
+            # finished; the claim's HEAD of done/{id} (its step 4) catches that.
             log.info("job %s: enqueued by an earlier try whose response was lost", job_id)
             return job_id
-        if written.retried:
-            self._drop_recreated_entry(job_id, written.etag)
         return job_id
 
     def enqueue_once(self, payload: Any, *, key: str) -> dedup.EnqueueResult:
@@ -274,30 +271,6 @@ class Pail:
         return cancel.cancel(
             self._store, self._keys, validate_job_id(job_id), stats=self.write_stats
         )
-
-    def _drop_recreated_entry(self, job_id: str, etag: str) -> None:
-        """A resent enqueue landed: if an earlier try landed too and a worker took it, undo ours.
-
-        botocore resends a PUT whose response was lost; if the first one was
-        applied and the job claimed (its entry deleted) meanwhile, the resend
-        creates the entry a second time. Claims of first attempts do not
-        check ``done/`` (that would cost every job a request), so the
-        producer, on this rare path, checks for the job's lease or outcome.
-        A producer without read access skips the check: at worst the job
-        runs twice, and ``done/{id}`` keeps the first result.
-        """
-        try:
-            taken = self._store.head(self._keys.run(job_id)) or self._store.head(
-                self._keys.done(job_id)
-            )
-        except AccessDeniedError:
-            log.warning("job %s: resent enqueue not checked (no read access)", job_id)
-            return
-        if taken:
-            delete_if_unchanged(self._store, self._keys.queue(job_id), etag)
-            log.info("job %s: removed the entry a resent enqueue re-created", job_id)
-
-    # -- consuming ----------------------------------------------------------
 
     def _claimer(self) -> Claimer:
         claimer: Claimer | None = getattr(self._local, "claimer", None)

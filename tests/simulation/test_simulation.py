@@ -45,18 +45,9 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
     assert result.seeds == SEEDS
     assert result.counts["crashes"] > 0 and result.counts["stalls"] > 0  # chaos really happened
     assert all(result.faults[fault] > 0 for fault in Fault)
-    unknown = set(result.kinds) - {str(Kind.RESENT_ENQUEUE_RERUN)}
-    assert not unknown, "\n\n".join(result.failures[:3])
+    assert not result.kinds, "\n\n".join(result.failures[:3])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known, open (see Kind.RESENT_ENQUEUE_RERUN): the producer's PUT queue/ lands, its "
-    "response is lost; a worker claims, finishes and releases the job; botocore's resend "
-    "re-creates the entry; another worker claims it before Pail.enqueue's clean-up looks "
-    "(which then sees that worker's lease and fails its If-Match delete), and a first-attempt "
-    "claim does not check done/: the finished job runs again.",
-)
 def test_given_resent_enqueue_recreating_a_claimed_entry_then_the_finished_job_does_not_run_again() -> (
     None
 ):

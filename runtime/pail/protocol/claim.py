@@ -21,11 +21,12 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
    was claimed and finished by someone else after step 1 (unless the delete
    was ours, retried, which ``done/`` tells apart); if it changed, it is a
    newer entry whose own claim will run it.
-4. For a retry entry (attempts >= 1) or a redriven one, HEAD ``done/{id}``:
-   such an entry can outlive its job, when a stalled worker's late retry
-   lands after the job ended. A first-attempt entry is written only by
-   ``enqueue``, which removes one it re-created (see ``Pail.enqueue``), so
-   the common claim pays no extra request.
+4. HEAD ``done/{id}``: an entry can outlive its job. A stalled worker's late
+   retry can land after the job ended; so can a producer's create-only PUT
+   whose response was lost and which botocore resent after a worker had
+   claimed and finished the job (the resend finds the key free and creates
+   it again). The simulation found both; this read closes them for one
+   GET-class request per job.
 """
 
 from __future__ import annotations
@@ -214,8 +215,6 @@ class Claimer:
 
     def _ended(self, envelope: Envelope, job_id: str) -> bool:
         """Step 4: True if this entry is stale because the job already ended."""
-        if envelope.attempts == 0 and not envelope.redriven and not envelope.keyed:
-            return False  # only enqueue writes these, and it cleans up after itself
         done = self._store.head(self._keys.done(job_id))
         if done is None:
             return False
