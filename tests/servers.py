@@ -44,7 +44,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pail.local import ACCESS_KEY, LOOPBACK, REGION, SECRET_KEY
+from pail.local import ACCESS_KEY, LOOPBACK, SECRET_KEY, LoopbackEndpoint
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -116,7 +116,7 @@ def _free_offset_pair(avoid: set[int]) -> int:
     raise OSError("no free port pair for the SeaweedFS admin server")
 
 
-class SeaweedS3:
+class SeaweedS3(LoopbackEndpoint):
     """``weed mini`` in a child process: an S3 endpoint on a free 127.0.0.1 port.
 
     Mirrors ``pail.local.LocalS3``: ``endpoint_url``, ``connect_kwargs()``,
@@ -138,10 +138,6 @@ class SeaweedS3:
         """How long the last ``start()`` took, for reports."""
 
     @property
-    def endpoint_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
     def workdir(self) -> Path | None:
         """The temporary folder holding weed's data, config and log while it runs."""
         return self._workdir
@@ -155,25 +151,6 @@ class SeaweedS3:
     def stray_sockets(self) -> list[Path]:
         """The paths outside ``workdir`` that weed writes to, which ``stop`` removes."""
         return list(self._stray_sockets)
-
-    def connect_kwargs(self) -> dict[str, str]:
-        """Keyword arguments for ``Pail.connect`` that reach this server."""
-        return {
-            "endpoint_url": self.endpoint_url,
-            "access_key_id": ACCESS_KEY,
-            "secret_access_key": SECRET_KEY,
-            "region": REGION,
-        }
-
-    def env(self) -> dict[str, str]:
-        """Environment variables that point boto3 and pail at this server."""
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_REGION": REGION,
-            "PAIL_ENDPOINT_URL": self.endpoint_url,
-        }
 
     def client(self, *, config: Config | None = None) -> S3Client:
         """A new boto3 S3 client for this server (one per thread when racing)."""

@@ -104,14 +104,11 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(sock.getsockname()[1])
 
 
-class LocalS3:
-    """A local S3 server in a child process, bound to 127.0.0.1 on a free port."""
+class LoopbackEndpoint:
+    """How clients reach an S3 server on 127.0.0.1: the URL, ``Pail.connect`` arguments, env."""
 
-    def __init__(self, port: int | None = None, *, startup_timeout: float = 30.0) -> None:
-        self.host = LOOPBACK
-        self.port = port or free_port()
-        self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
+    host: str = LOOPBACK
+    port: int = 0
 
     @property
     def endpoint_url(self) -> str:
@@ -135,6 +132,16 @@ class LocalS3:
             "AWS_REGION": REGION,
             "PAIL_ENDPOINT_URL": self.endpoint_url,
         }
+
+
+class LocalS3(LoopbackEndpoint):
+    """A local S3 server in a child process, bound to 127.0.0.1 on a free port."""
+
+    def __init__(self, port: int | None = None, *, startup_timeout: float = 30.0) -> None:
+        self.host = LOOPBACK
+        self.port = port or free_port()
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> LocalS3:
         command = [
