@@ -116,8 +116,6 @@ class Envelope:
     write: str = field(default_factory=new_token)
     cancelled: bool = False
     """Set by ``cancel``: the claim that reads it finishes the cancellation instead of running it."""
-    keyed: bool = False
-    """Enqueued under a dedup key: a duplicate may re-create it, so its claim checks ``done/``."""
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {"payload": self.payload, "attempts": self.attempts}
@@ -130,8 +128,6 @@ class Envelope:
             data["redriven"] = self.redriven
         if self.cancelled:
             data["cancelled"] = True
-        if self.keyed:
-            data["keyed"] = True
         data["w"] = self.write
         return dumps(data)
 
@@ -151,7 +147,6 @@ class Envelope:
             redriven=int(data.get("redriven", 0) or 0),
             write=str(data.get("w", "")),
             cancelled=bool(data.get("cancelled", False)),
-            keyed=bool(data.get("keyed", False)),
         )
 
 

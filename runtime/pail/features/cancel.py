@@ -13,7 +13,7 @@ it is exclusive with a success and with a dead-letter, whichever comes first.
   ``If-Match``. The owner's next renewal fails, ``Message.lease_lost`` and
   ``Message.cancelled`` turn True, and whatever it writes afterwards fails
   (its ``complete`` loses to the marker, its retry entry is dropped by the
-  claim's ``done/`` check for retry entries).
+  claim's ``done/`` check).
 
 ``docs/protocol.md`` ("Cancel") has the crash analysis.
 """

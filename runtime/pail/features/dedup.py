@@ -6,15 +6,14 @@ job's pending entry:
 1. PUT ``keys/{digest}`` ``If-None-Match: *``: ``{"id", "payload", ...}``. It
    decides which job the key names. A loser reads the record and returns
    that id with ``created=False``.
-2. PUT ``queue/{id}`` ``If-None-Match: *``, marked ``keyed``.
+2. PUT ``queue/{id}`` ``If-None-Match: *``.
 
 A crash between the two leaves a record naming a job with no object. The
 next ``enqueue`` with the same key notices (the job has no status) and
 writes the entry from the record, create-only, so the job is not lost and
 the key is not blocked. That repair and a late step 2 of the first producer
-can both land, at different times: the entry is marked ``keyed`` so that its
-claim checks ``done/{id}`` (one HEAD, paid by keyed jobs only) and never
-runs a finished job again.
+can both land, at different times; every claim checks ``done/{id}`` (its
+step 4), so a late entry never runs a finished job again.
 
 A key is remembered for as long as its record exists: ``Pail.forget_key``
 deletes it, and a lifecycle rule on the ``keys/`` prefix can expire records
@@ -71,7 +70,7 @@ def enqueue_keyed(
     """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring."""
     record_key = keys.dedup(digest(key))
     job_id = new_job_id()
-    envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat(), keyed=True)
+    envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
     token = new_token()
     record = dumps(
         {"id": job_id, "key": key, "envelope": json.loads(envelope.encode()), "w": token}
@@ -124,4 +123,4 @@ def _decode(body: bytes) -> tuple[str, Envelope]:
         envelope = Envelope.decode(dumps(data["envelope"]))
     except (ValueError, KeyError, TypeError, DecodeError, ConfigurationError) as exc:
         raise DecodeError(f"dedup key record is unreadable: {exc}") from exc
-    return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at, keyed=True)
+    return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at)

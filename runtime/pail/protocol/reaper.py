@@ -182,8 +182,9 @@ class Reaper:
         entry with as many attempts as the lease is a retry already written.
         """
         try:
-            if Envelope.decode(pending.body).attempts >= record.attempt:
-                return False
+            envelope = Envelope.decode(pending.body)
+            if envelope.cancelled or envelope.attempts >= record.attempt:
+                return False  # a cancelled entry is the job's end: a claim finishes it
         except DecodeError:
             return False  # garbage under queue/: a claimer dead-letters it
         try:

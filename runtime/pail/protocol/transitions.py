@@ -95,9 +95,11 @@ def _ensure_pending(store: Store, key: str, envelope: Envelope, stats: WriteStat
 def _attempts(body: bytes) -> int:
     """The attempts of a pending entry; garbage counts as current (it is dead-lettered by a claim)."""
     try:
-        return Envelope.decode(body).attempts
+        envelope = Envelope.decode(body)
     except DecodeError:
         return 1 << 30
+    # A cancelled entry is kept: its cancellation must win over a late retry.
+    return 1 << 30 if envelope.cancelled else envelope.attempts
 
 
 def dead_letter(
