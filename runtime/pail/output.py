@@ -28,6 +28,7 @@ STATE_STYLES = {
     "running": "cyan",
     "done": "green",
     "failed": "red",
+    "cancelled": "magenta",
 }
 
 

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 from pail.cli.app import cli
 from pail.cli.dlq import dlq
+from pail.cli.features import cancel
 from pail.cli.jobs import enqueue, result, status, url
 from pail.cli.local import demo, server
 from pail.cli.operate import reap, stats
 from pail.cli.workers import work, work_once
 
-for command in (enqueue, status, result, url, stats, dlq, reap, work, work_once, server, demo):
+for command in (
+    enqueue,
+    status,
+    result,
+    url,
+    cancel,
+    stats,
+    dlq,
+    reap,
+    work,
+    work_once,
+    server,
+    demo,
+):
     cli.add_command(command)
 
 

@@ -57,9 +57,15 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
 @click.command()
 @click.argument("args", nargs=-1, required=True, metavar="[BUCKET] JSON|@FILE|-")
 @click.option("--lines", is_flag=True, help="Each line of the input is one payload (JSON Lines).")
+@click.option(
+    "--key",
+    default=None,
+    metavar="KEY",
+    help="Dedup key: enqueue at most one job per key (prints the existing id if used).",
+)
 @global_options
 @click.pass_context
-def enqueue(ctx: click.Context, args: tuple[str, ...], lines: bool) -> None:
+def enqueue(ctx: click.Context, args: tuple[str, ...], lines: bool, key: str | None) -> None:
     """Add a job and print its id.
 
     The payload is literal JSON, @FILE to read it from a file, or - for stdin.
@@ -74,9 +80,22 @@ def enqueue(ctx: click.Context, args: tuple[str, ...], lines: bool) -> None:
     payloads = read_payloads(source, lines=lines)
     pail = opts.connect(bucket)
     out = opts.output()
+    if key is not None:
+        enqueue_keyed(pail, out, payloads, key)
+        return
     for payload in payloads:
         job_id = pail.enqueue(payload)
         out.result({"id": job_id}, lambda job_id=job_id: out.line(job_id))
+
+
+def enqueue_keyed(pail: Pail, out: Output, payloads: list[Any], key: str) -> None:
+    """``enqueue --key``: one payload, at most one job per key; say when the key was used."""
+    if len(payloads) != 1:
+        raise CommandError("--key takes exactly one payload", ExitCode.USAGE)
+    done = pail.enqueue_once(payloads[0], key=key)
+    out.result({"id": done.id, "created": done.created}, lambda: out.line(done.id))
+    if not done.created:
+        out.note(f"key {key!r} already used: {done.id} is the existing job; nothing enqueued")
 
 
 def read_status(pail: Pail, job_id: str) -> JobStatus:

@@ -1,0 +1,64 @@
+"""``pail cancel`` and ``pail enqueue --key`` against the real local S3 server."""
+
+from __future__ import annotations
+
+import json
+
+from pail import JobState, Pail
+from tests.cli.conftest import Invoke
+
+
+def test_given_pending_job_when_cancel_then_it_is_cancelled_and_never_runs(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    job_id = pail.enqueue({"report": "q2"})
+
+    result = invoke("cancel", bucket, job_id)
+
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"cancelled {job_id}"
+    status = pail.status(job_id)
+    assert status is not None and status.state is JobState.CANCELLED
+    assert pail.claim() is None
+
+
+def test_given_done_job_when_cancel_json_then_not_cancelled_and_state_done(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    job_id = pail.enqueue({"report": "q2"})
+    pail.work_once(lambda payload: "ok")
+
+    result = invoke("--json", "cancel", bucket, job_id)
+
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"id": job_id, "cancelled": False, "state": "done"}
+    assert pail.result(job_id) == "ok"
+
+
+def test_given_unknown_id_when_cancel_then_exit_not_found(invoke: Invoke, bucket: str) -> None:
+    result = invoke("cancel", bucket, "01J00000000000000000000000")
+
+    assert result.exit_code == 3
+
+
+def test_given_key_when_enqueue_twice_then_one_job_and_the_second_says_so(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    first = invoke("--json", "enqueue", bucket, '{"order": 42}', "--key", "order-42")
+    second = invoke("enqueue", bucket, '{"order": 42}', "--key", "order-42")
+
+    assert first.exit_code == second.exit_code == 0
+    created = json.loads(first.stdout)
+    assert created["created"] is True
+    assert second.stdout.strip() == created["id"]
+    assert "already used" in second.stderr
+    assert pail.stats().pending == 1
+
+
+def test_given_key_and_many_lines_when_enqueue_then_usage_error(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    result = invoke("enqueue", bucket, "-", "--lines", "--key", "k", input='{"n": 1}\n{"n": 2}\n')
+
+    assert result.exit_code == 2
+    assert pail.stats().pending == 0
