@@ -79,8 +79,8 @@ def _ensure_pending(store: Store, key: str, envelope: Envelope, stats: WriteStat
             return True
         current = store.get(key)
         if current is None:
-            # Removed since our PUT failed (a producer dropping an entry its
-            # retried enqueue re-created): write ours again.
+            # Taken since our PUT failed: write ours again (a claim's done/
+            # check drops it if the job has ended meanwhile).
             continue
         if _attempts(current.body) >= envelope.attempts:
             return True
