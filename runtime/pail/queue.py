@@ -9,7 +9,7 @@ import socket
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from pail.errors import (
     StorageError,
 )
 from pail.features import batch, cancel, dedup
+from pail.features import delay as delay_feature
 from pail.ids import new_job_id, ulid_time, validate_job_id
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.message import Message
@@ -211,20 +212,33 @@ class Pail:
 
     # -- producing ----------------------------------------------------------
 
-    def enqueue(self, payload: Any, *, key: str | None = None) -> str:
+    def enqueue(
+        self,
+        payload: Any,
+        *,
+        key: str | None = None,
+        delay: float | timedelta | None = None,
+        not_before: datetime | None = None,
+    ) -> str:
         """Add a job; return its id (a 26-character ULID).
 
         The payload must be JSON-serialisable; if it is not, ``PayloadError``
         is raised and nothing is written. With a dedup ``key``, at most one
         job per key is enqueued and a repeat returns the first job's id (use
-        ``enqueue_once`` to learn whether this call created it).
+        ``enqueue_once`` to learn whether this call created it). With
+        ``delay`` (seconds or a ``timedelta``) or ``not_before`` (an aware
+        ``datetime``) the job is not claimable before that time.
         """
+        now = delay_feature.utc_now()
+        due = delay_feature.due_time(delay, not_before, now=now)
         if key is not None:
-            return self.enqueue_once(payload, key=key).id
+            return self.enqueue_once(payload, key=key, due=due).id
         job_id = new_job_id()
-        envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
+        envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
         body = envelope.encode()
         key = self._keys.queue(job_id)
+        if due is not None:
+            key = delay_feature.delayed_key(self._keys, due, job_id)
         try:
             self._store.put(key, body, if_none_match=True, metadata={META_WRITE: envelope.write})
         except ConditionFailedError:
@@ -238,14 +252,27 @@ class Pail:
             return job_id
         return job_id
 
-    def enqueue_once(self, payload: Any, *, key: str) -> dedup.EnqueueResult:
+    def enqueue_once(
+        self,
+        payload: Any,
+        *,
+        key: str,
+        delay: float | timedelta | None = None,
+        not_before: datetime | None = None,
+        due: datetime | None = None,
+    ) -> dedup.EnqueueResult:
         """Enqueue ``payload`` unless a job with dedup ``key`` exists.
 
         Returns ``EnqueueResult(id, created)``: ``created`` is False when the
         key was already used, and ``id`` is then the existing job's. A key is
         remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
+        ``delay`` and ``not_before`` work as in ``enqueue``.
         """
-        return dedup.enqueue_keyed(self._store, self._keys, payload, key, stats=self.write_stats)
+        if due is None:
+            due = delay_feature.due_time(delay, not_before, now=delay_feature.utc_now())
+        return dedup.enqueue_keyed(
+            self._store, self._keys, payload, key, due=due, stats=self.write_stats
+        )
 
     def forget_key(self, key: str) -> None:
         """Forget dedup ``key``: the next enqueue with it creates a new job."""
@@ -378,8 +405,16 @@ class Pail:
         return {state: self._store.presign_get(key, expires_in) for state, key in keys.items()}
 
     def status(self, job_id: str) -> JobStatus | None:
-        """The job's state, attempts, enqueue time and last error; None if unknown."""
-        return read_status(self._store, self._keys, validate_job_id(job_id))
+        """The job's state, attempts, enqueue time and last error; None if unknown.
+
+        A delayed job that is not due yet is ``pending``; finding it costs a
+        listing of the delayed entries (only after its other keys were missed).
+        """
+        job_id = validate_job_id(job_id)
+        found = read_status(self._store, self._keys, job_id)
+        if found is None:
+            found = delay_feature.read_delayed_status(self._store, self._keys, job_id)
+        return found
 
     def stats(self) -> Stats:
         """Count the jobs in each state by listing every prefix of this queue."""

@@ -6,6 +6,8 @@ The workers and reapers are the harness's own (the real ``Claimer``,
 * every job is enqueued with a **dedup key** (``Pail.enqueue_once``); a
   storage error is retried with the *same* key, as a user of keys would,
   and every key is enqueued a second time once the first call returned;
+* some jobs are **delayed** (``delay=`` counted from the producer's skewed
+  wall clock), so claims promote them;
 * some jobs are **cancelled**, at a random time (pending, running or done),
   retried on storage errors as ``cancel`` is idempotent.
 
@@ -16,6 +18,7 @@ The workers and reapers are the harness's own (the real ``Claimer``,
 * **a cancelled job never starts again:** no execution whose claim started
   after the cancellation's commit point (an entry marked ``cancelled``, or the
   ``cancelled`` marker under ``done/``);
+* **a delayed job never starts before its due time** (by the server's clock);
 * a cancelled job is terminal exactly once (its ``done/`` marker is a
   cancellation, not a death: it needs no ``dlq/`` record).
 """
@@ -25,23 +28,31 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
 
 from pail.codec import META_OUTCOME, OUTCOME_CANCELLED
 from pail.errors import JobNotFoundError, StorageError
+from pail.features import delay
+from pail.keys import Keys
 from pail.queue import Pail
 from pail.store.base import StoredObject
 from tests.simulation import actors
 from tests.simulation.harness import Model, SimConfig, World
 from tests.simulation.invariants import DONE, QUEUE, Execution, Kind, Ledger, Rules
 from tests.simulation.scheduler import Actor, Process
+from tests.simulation.sim_store import EPOCH
 
 if TYPE_CHECKING:
     from tests.simulation.harness import Outcome
 
+DELAYED = "delayed"
+"""The ledger's name for the prefix of delayed entries."""
 CANCEL_SHARE = 0.4
 """Of the jobs, the share the producer cancels."""
+DELAY_SHARE = 0.4
+"""Of the jobs, the share enqueued with a delay."""
 
 
 class FeatureLedger(Ledger):
@@ -56,12 +67,19 @@ class FeatureLedger(Ledger):
             rules=Rules.PAIL,
         )
         self.cancelled_at: dict[str, float] = {}
+        self.due_at: dict[str, float] = {}
         self.ids_by_key: defaultdict[int, set[str]] = defaultdict(set)
         self.returned_by_key: defaultdict[int, set[str]] = defaultdict(set)
 
     def mutated(
         self, key: str, before: StoredObject | None, after: StoredObject | None, actor: Actor | None
     ) -> None:
+        parsed = delay.parse(Keys(), key)
+        if parsed is not None:
+            if after is not None:
+                self.due_at.setdefault(parsed[1], parsed[0] / 1000 - EPOCH.timestamp())
+            self._delayed(parsed[1], before, after)
+            return
         prefix, _, job_id = key.partition("/")
         job = self.jobs.get(job_id)
         super().mutated(key, before, after, actor)
@@ -84,10 +102,31 @@ class FeatureLedger(Ledger):
                         f"dedup key {payload['n']} has jobs {sorted(self.ids_by_key[payload['n']])}",
                     )
 
+    def _delayed(
+        self, job_id: str, before: StoredObject | None, after: StoredObject | None
+    ) -> None:
+        """A delayed entry (``queue/!{due}-{id}``): the job exists, under a prefix of its own."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return
+        if after is not None and not job.enqueued:
+            job.enqueued = True
+            self.enqueued += 1
+        super().mutated(f"{DELAYED}/{job_id}", before, after, None)
+        if after is not None and _json(after.body).get("cancelled"):
+            self.cancelled_at.setdefault(job_id, self._scheduler.now)
+
     def execution_started(
         self, process: Process, job_id: str, attempt: int, claim_started: float
     ) -> Execution:
         execution = super().execution_started(process, job_id, attempt, claim_started)
+        due = self.due_at.get(job_id)
+        if due is not None and self._scheduler.now < due:
+            self._violate(
+                Kind.RAN_AFTER_END,  # the nearest kind: ran outside its allowed time
+                job_id,
+                f"{execution.label()} started before its due time t={due:.3f}",
+            )
         cancelled = self.cancelled_at.get(job_id)
         if cancelled is not None and claim_started > cancelled:
             self._violate(
@@ -130,10 +169,15 @@ def producer(world: World, process: Process) -> None:
         world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
     )
     to_cancel: list[str] = []
+    # Delays count from the producer's wall clock (skewed), due by the server's.
+    delay.utc_now = lambda: EPOCH + timedelta(seconds=world.wall_clock(process))
     for index in range(config.jobs):
         world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))
+        delayed = world.rng.random() < DELAY_SHARE
+        seconds = world.rng.uniform(0.5, 2 * config.visibility_timeout) if delayed else 0.0
+        world.counts["delayed"] += delayed
         for _repeat in range(2):
-            job_id = _retrying(world, partial(_enqueue, pail, index))
+            job_id = _retrying(world, partial(_enqueue, pail, index, seconds))
             ledger.returned(index, job_id)
         roll = world.rng.random()
         if roll < CANCEL_SHARE / 2:
@@ -152,8 +196,8 @@ def _cancel_now(world: World, pail: Pail, job_id: str) -> None:
     world.counts["cancels"] += 1
 
 
-def _enqueue(pail: Pail, index: int) -> str:
-    return pail.enqueue_once({"n": index}, key=f"k{index}").id
+def _enqueue(pail: Pail, index: int, delay_seconds: float) -> str:
+    return pail.enqueue_once({"n": index}, key=f"k{index}", delay=delay_seconds or None).id
 
 
 def _cancel(pail: Pail, job_id: str) -> str:
@@ -180,4 +224,8 @@ def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
     """One run of the features model; the same seed replays the same run."""
     world = World(SimConfig.for_seed(seed, chaos=chaos), FEATURES)
     world.ledger = FeatureLedger(world)
-    return world.run()
+    real_utc_now = delay.utc_now  # the producer puts its simulated wall clock there
+    try:
+        return world.run()
+    finally:
+        delay.utc_now = real_utc_now

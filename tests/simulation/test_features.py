@@ -1,4 +1,4 @@
-"""The features beyond the original under the deterministic simulation: dedup keys, cancellation.
+"""The features beyond the original under the deterministic simulation: dedup, delay, cancel.
 
 ``features.py`` describes the run and its extra invariants. Seeds are cheap
 (a few jobs each); ``PAIL_SIM_FEATURE_SEEDS`` sets how many.
@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from pail.features import cancel, dedup
+from pail.features import cancel, dedup, delay
+from pail.keys import Keys
 from pail.protocol import claim
+from pail.store.base import ListPage, Store
 from tests.simulation.features import run_feature_seed
 from tests.simulation.invariants import Kind
 
@@ -35,7 +37,8 @@ def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_
     failures, counts = _sweep(SEEDS)
 
     print(f"\nfeature simulation: {SEEDS} seeds, {dict(counts)}")
-    assert counts["cancels"] > 0 and counts["crashes"] > 0 and counts["stalls"] > 0
+    assert counts["cancels"] > 0 and counts["delayed"] > 0
+    assert counts["crashes"] > 0 and counts["stalls"] > 0
     assert not failures, "\n\n".join(failures[:2])
 
 
@@ -96,3 +99,29 @@ def _sweep(seeds: int) -> tuple[list[str], Counter[str]]:
         if outcome.failed and outcome.kinds() != {Kind.RESENT_ENQUEUE_RERUN}:
             failures.append(outcome.report())
     return failures, counts
+
+
+def test_given_claims_that_promote_delayed_jobs_early_when_simulated_then_the_ledger_sees_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The due-time invariant can fail: put back a claim that promotes every delayed entry."""
+
+    def eager(
+        store: Store, keys: Keys, page: ListPage, *, page_size: int, stats: Any = None
+    ) -> tuple[list[str], int]:
+        ready: list[str] = []
+        for item in page.items:
+            parsed = delay.parse(keys, item.key)
+            promoted = delay.promote(store, keys, item, parsed[1]) if parsed else item.key
+            if promoted is not None:
+                ready.append(promoted)
+        return ready, 0
+
+    monkeypatch.setattr(delay, "claimable_keys", eager)
+    kinds: set[Kind] = set()
+    for seed in range(SEEDS):
+        kinds |= run_feature_seed(seed, chaos=False).kinds()
+        if Kind.RAN_AFTER_END in kinds:
+            break
+
+    assert Kind.RAN_AFTER_END in kinds

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from pail.codec import DEAD_MARKER, META_OUTCOME, OUTCOME_CANCELLED, OUTCOME_DEAD, Envelope
 from pail.errors import DecodeError, JobNotFoundError
+from pail.features import delay
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -68,6 +69,9 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
             ended = _outcome(store, keys, job_id)
             if ended is not None:
                 return ended == OUTCOME_CANCELLED
+            waiting = delay.find(store, keys, job_id)
+            if waiting is not None:
+                return _cancel_delayed(store, keys, job_id, waiting.key, waiting.etag, stats)
             continue  # between two states (a retry being written): look again
         outcome = _mark_terminal(store, keys, job_id, stats)
         if outcome != OUTCOME_CANCELLED:
@@ -107,6 +111,15 @@ def finish_pending(
         store.delete(keys.dlq(job_id))
         outcome = _mark_terminal(store, keys, job_id, stats)
     delete_if_unchanged(store, keys.queue(job_id), entry_etag)
+    return outcome == OUTCOME_CANCELLED
+
+
+def _cancel_delayed(
+    store: Store, keys: Keys, job_id: str, key: str, etag: str, stats: WriteStats | None
+) -> bool:
+    """A delayed job: the marker, then its entry. Promoted meanwhile, its claim sees the marker."""
+    outcome = _mark_terminal(store, keys, job_id, stats)
+    delete_if_unchanged(store, key, etag)
     return outcome == OUTCOME_CANCELLED
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from pail.codec import Envelope, dumps
 from pail.errors import ConfigurationError, DecodeError
+from pail.features import delay
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, put_conditional
@@ -65,31 +66,41 @@ def digest(key: str) -> str:
 
 
 def enqueue_keyed(
-    store: Store, keys: Keys, payload: Any, key: str, *, stats: WriteStats | None = None
+    store: Store,
+    keys: Keys,
+    payload: Any,
+    key: str,
+    *,
+    due: datetime | None = None,
+    stats: WriteStats | None = None,
 ) -> EnqueueResult:
-    """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring."""
+    """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring.
+
+    With ``due``, the entry is a delayed one (``pail.features.delay``).
+    """
     record_key = keys.dedup(digest(key))
     job_id = new_job_id()
     envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
     token = new_token()
-    record = dumps(
-        {"id": job_id, "key": key, "envelope": json.loads(envelope.encode()), "w": token}
-    )
+    fields: dict[str, Any] = {"id": job_id, "key": key, "envelope": json.loads(envelope.encode())}
+    if due is not None:
+        fields["due"] = due.isoformat()
+    record = dumps({**fields, "w": token})
     for _ in range(ROUNDS):
         won = put_conditional(
             store, record_key, record, token, if_none_match=True, stats=stats, reason="dedup"
         )
         if won is not None:
-            _write_entry(store, keys, job_id, envelope, stats)
+            _write_entry(store, keys, job_id, envelope, due, stats)
             return EnqueueResult(job_id, created=True)
         existing = store.get(record_key)
         if existing is None:
             continue  # forgotten since our write failed: try again
-        existing_id, existing_envelope = _decode(existing.body)
-        if read_status(store, keys, existing_id) is None:
+        existing_id, existing_envelope, existing_due = _decode(existing.body)
+        if _unknown(store, keys, existing_id, existing_due):
             # Its producer crashed before step 2 (or is just about to do it):
             # write the entry; create-only, so at most one of us lands first.
-            _write_entry(store, keys, existing_id, existing_envelope, stats)
+            _write_entry(store, keys, existing_id, existing_envelope, existing_due, stats)
         return EnqueueResult(existing_id, created=False)
     raise ConfigurationError(f"dedup key {key!r} keeps disappearing; is something deleting keys/?")
 
@@ -99,15 +110,27 @@ def forget_key(store: Store, keys: Keys, key: str) -> None:
     store.delete(keys.dedup(digest(key)))
 
 
+def _unknown(store: Store, keys: Keys, job_id: str, due: datetime | None) -> bool:
+    if read_status(store, keys, job_id) is not None:
+        return False
+    return due is None or store.head(delay.delayed_key(keys, due, job_id)) is None
+
+
 def _write_entry(
-    store: Store, keys: Keys, job_id: str, envelope: Envelope, stats: WriteStats | None
+    store: Store,
+    keys: Keys,
+    job_id: str,
+    envelope: Envelope,
+    due: datetime | None,
+    stats: WriteStats | None,
 ) -> None:
     body = envelope.encode()
+    target = keys.queue(job_id) if due is None else delay.delayed_key(keys, due, job_id)
     # A 412 is the other writer of this same entry (first producer or repair):
     # the job is pending, which is all this step must ensure.
     put_conditional(
         store,
-        keys.queue(job_id),
+        target,
         body,
         envelope.write,
         if_none_match=True,
@@ -116,11 +139,12 @@ def _write_entry(
     )
 
 
-def _decode(body: bytes) -> tuple[str, Envelope]:
+def _decode(body: bytes) -> tuple[str, Envelope, datetime | None]:
     try:
         data = json.loads(body)
         job_id = validate_job_id(str(data["id"]))
         envelope = Envelope.decode(dumps(data["envelope"]))
+        due = datetime.fromisoformat(data["due"]) if data.get("due") else None
     except (ValueError, KeyError, TypeError, DecodeError, ConfigurationError) as exc:
         raise DecodeError(f"dedup key record is unreadable: {exc}") from exc
-    return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at)
+    return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at), due

@@ -37,7 +37,7 @@ import random
 from pail.clock import Clock
 from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
 from pail.errors import ConditionFailedError, DecodeError
-from pail.features import cancel
+from pail.features import cancel, delay
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
 from pail.protocol import transitions
@@ -138,7 +138,12 @@ class Claimer:
     def _refill(self) -> None:
         page = self._store.list(self._keys.prefix(QUEUE), max_keys=self._page_size)
         self.lists += 1
-        self._cache = [item.key for item in page.items]
+        # Delayed entries sort first: promote the due ones, skip the rest (no
+        # request at all when there are none).
+        self._cache, extra_lists = delay.claimable_keys(
+            self._store, self._keys, page, page_size=self._page_size, stats=self._stats
+        )
+        self.lists += extra_lists
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
         self._listed_at = self._clock.monotonic()
 

@@ -1,0 +1,190 @@
+"""Delayed jobs: pending entries that are not claimable before their time.
+
+A delayed job's entry is ``queue/!{due}-{id}``: ``due`` is the epoch time in
+milliseconds, 13 digits, so these keys sort by due time and *before* every
+job id (``!`` sorts before digits and letters). The claim's one listing of
+``queue/`` therefore shows them first, with their due time in the key:
+
+- no delayed job waiting: the listing is exactly what it was; nothing extra;
+- a due entry is **promoted** to ``queue/{id}`` (GET it, PUT ``queue/{id}``
+  create-only, DELETE it ``If-Match``) and claimed like any other job;
+- waiting entries are skipped by reading their key, at no request. If the
+  page is all waiting entries, one more LIST starts after them.
+
+Due time is judged by the server's clock: the ``Date`` of that listing.
+
+Promotion is crash-safe: a crash after the PUT leaves both entries, and the
+next promotion's create-only PUT finds the job pending (412) or taken; an
+entry re-created after its job was claimed is a first attempt, and every
+claim checks ``done/{id}`` (and a lease blocks its claim), so a job never
+runs again for it. ``docs/protocol.md`` ("Delayed jobs") has the table.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from pail.codec import Envelope
+from pail.errors import ConfigurationError, DecodeError
+from pail.ids import new_token
+from pail.keys import QUEUE, Keys
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.status import JobState, JobStatus
+from pail.store.base import ListPage, ObjectInfo, Store
+
+log = logging.getLogger("pail")
+
+MARK = "!"
+WIDTH = 13
+AFTER_DELAYED = MARK + "~"
+"""Sorts after every delayed key and before every job id: where a listing skips them."""
+MAX_PROMOTIONS_PER_REFILL = 16
+"""Bounded, so one refill never does unbounded work; the rest wait for the next refill."""
+MAX_LOOKUP_PAGES = 10
+
+
+def utc_now() -> datetime:
+    """The producer's wall clock, from which ``delay`` counts (the simulation substitutes its own)."""
+    return datetime.now(UTC)
+
+
+def due_time(
+    delay: float | timedelta | None, not_before: datetime | None, *, now: datetime
+) -> datetime | None:
+    """When a job enqueued ``now`` becomes claimable, or None if at once.
+
+    >>> now = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> due_time(90, None, now=now).isoformat()
+    '2026-01-01T00:01:30+00:00'
+    >>> due_time(None, None, now=now) is None
+    True
+    """
+    if delay is not None and not_before is not None:
+        raise ConfigurationError("give delay or not_before, not both")
+    if delay is not None:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        if seconds < 0:
+            raise ConfigurationError(f"delay must be >= 0 seconds, got {seconds}")
+        return now + timedelta(seconds=seconds) if seconds > 0 else None
+    if not_before is not None:
+        if not_before.tzinfo is None:
+            raise ConfigurationError("not_before must be timezone-aware (e.g. tzinfo=UTC)")
+        return not_before if not_before > now else None
+    return None
+
+
+def delayed_key(keys: Keys, due: datetime, job_id: str) -> str:
+    """The entry of a job due at ``due``.
+
+    >>> delayed_key(Keys(), datetime(2026, 1, 1, tzinfo=UTC), "01J0000000000000000000000A")
+    'queue/!1767225600000-01J0000000000000000000000A'
+    """
+    millis = int(due.timestamp() * 1000)
+    return f"{keys.prefix(QUEUE)}{MARK}{millis:0{WIDTH}d}-{job_id}"
+
+
+def parse(keys: Keys, key: str) -> tuple[int, str] | None:
+    """``(due_ms, job_id)`` of a delayed entry's key, or None for any other key."""
+    rest = key.removeprefix(keys.prefix(QUEUE))
+    if not rest.startswith(MARK):
+        return None
+    millis, _, job_id = rest[1:].partition("-")
+    if len(millis) != WIDTH or not millis.isdigit() or not job_id:
+        return None
+    return int(millis), job_id
+
+
+def claimable_keys(
+    store: Store,
+    keys: Keys,
+    page: ListPage,
+    *,
+    page_size: int,
+    stats: WriteStats | None = None,
+) -> tuple[list[str], int]:
+    """The keys a claimer may walk from one listing of ``queue/``, and the extra LISTs made.
+
+    Promotes the due delayed entries on the page (their promoted keys come
+    first), skips the waiting ones, and lists past them if they filled the page.
+    """
+    delayed = [(item, parse(keys, item.key)) for item in page.items]
+    if all(parsed is None for _, parsed in delayed):
+        return [item.key for item in page.items], 0
+    now_ms = page.server_time.timestamp() * 1000
+    promoted: list[str] = []
+    normal: list[str] = []
+    for item, parsed in delayed:
+        if parsed is None:
+            normal.append(item.key)
+        elif parsed[0] <= now_ms and len(promoted) < MAX_PROMOTIONS_PER_REFILL:
+            key = promote(store, keys, item, parsed[1], stats=stats)
+            if key is not None:
+                promoted.append(key)
+    lists = 0
+    if not normal and len(page.items) >= page_size and store.ordered_listing:
+        rest = store.list(
+            keys.prefix(QUEUE), max_keys=page_size, start_after=keys.prefix(QUEUE) + AFTER_DELAYED
+        )
+        lists = 1
+        normal = [item.key for item in rest.items if parse(keys, item.key) is None]
+    return promoted + normal, lists
+
+
+def promote(
+    store: Store, keys: Keys, item: ObjectInfo, job_id: str, *, stats: WriteStats | None = None
+) -> str | None:
+    """Move a due delayed entry to ``queue/{id}``; its key, or None if it was gone."""
+    entry = store.get(item.key)
+    if entry is None:
+        return None  # promoted or cancelled by someone else meanwhile
+    try:
+        # A fresh write token: the promoted entry's bytes (and ETag) are its own.
+        fresh = replace(Envelope.decode(entry.body), write=new_token())
+        body, token = fresh.encode(), fresh.write
+    except DecodeError:
+        body, token = entry.body, new_token()  # garbage: the claim dead-letters it
+    target = keys.queue(job_id)
+    put_conditional(store, target, body, token, if_none_match=True, stats=stats, reason="promote")
+    # 412 above: the job is pending already (an earlier promotion that died
+    # before this delete) or was taken; either way this entry has done its work.
+    delete_if_unchanged(store, item.key, entry.etag)
+    return target
+
+
+def find(store: Store, keys: Keys, job_id: str) -> ObjectInfo | None:
+    """The delayed entry of ``job_id``, by listing the delayed keys (a bounded number of pages)."""
+    prefix, suffix = keys.prefix(QUEUE) + MARK, f"-{job_id}"
+    token: str | None = None
+    for _ in range(MAX_LOOKUP_PAGES):
+        page = store.list(prefix, continuation=token)
+        for item in page.items:
+            if item.key.endswith(suffix):
+                return item
+        token = page.next_token
+        if token is None:
+            return None
+    log.warning("job %s: not found among the first %d pages of delayed jobs", job_id, 10)
+    return None
+
+
+def read_delayed_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
+    """The status of a delayed job that is not due yet (pending), or None if there is none."""
+    info = find(store, keys, job_id)
+    entry = store.get(info.key) if info is not None else None
+    if entry is None:
+        return None
+    try:
+        envelope = Envelope.decode(entry.body)
+    except DecodeError:
+        return JobStatus(job_id, JobState.PENDING, 0, None, entry.last_modified)
+    enqueued = datetime.fromisoformat(envelope.enqueued_at) if envelope.enqueued_at else None
+    return JobStatus(
+        job_id,
+        JobState.CANCELLED if envelope.cancelled else JobState.PENDING,
+        envelope.attempts,
+        enqueued,
+        entry.last_modified,
+        envelope.last_error,
+    )

@@ -1,0 +1,172 @@
+"""Delayed jobs: not claimable before their time, no extra request while they wait."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pail import ConfigurationError, JobState, Pail
+from pail.clock import SystemClock
+from pail.codec import META_WRITE, Envelope
+from pail.features import delay
+from pail.protocol.claim import Claimer
+from tests.support.counting import RequestCounter
+from tests.support.hooked_store import HookedStore, SimulatedCrash
+
+
+def _write_due_entry(pail: Pail, job_id: str, payload: object, due: datetime) -> str:
+    """A delayed entry as ``enqueue(delay=...)`` writes it, with a due time of our choosing."""
+    envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
+    key = delay.delayed_key(pail.keys, due, job_id)
+    pail.store.put(
+        key, envelope.encode(), if_none_match=True, metadata={META_WRITE: envelope.write}
+    )
+    return key
+
+
+def test_given_delayed_job_when_claiming_before_its_time_then_none_and_no_extra_request(
+    pail: Pail, counter: RequestCounter
+) -> None:
+    job_id = pail.enqueue({"report": "q2"}, delay=3600)
+    before = counter.total()
+
+    assert pail.claim() is None
+
+    assert counter.total() - before == 1  # the one LIST a claim of an empty queue makes
+    status = pail.status(job_id)
+    assert status is not None and status.state is JobState.PENDING
+    assert pail.stats().pending == 1
+
+
+def test_given_due_delayed_entry_when_working_then_it_runs_once_at_its_measured_cost(
+    pail: Pail, counter: RequestCounter
+) -> None:
+    job_id = "01J00000000000000000000001"
+    _write_due_entry(pail, job_id, {"n": 1}, datetime.now(UTC) - timedelta(seconds=1))
+    before = counter.total()
+    seen: list[object] = []
+
+    assert pail.work_once(seen.append) is True
+
+    assert seen == [{"n": 1}]
+    # LIST, promotion (GET, PUT, DELETE), claim (GET, PUT, DELETE, HEAD), complete (PUT, DELETE)
+    assert counter.total() - before == 10
+    assert pail.result(job_id) == {}
+    assert pail.stats().pending == 0
+
+
+def test_given_one_second_delay_when_polling_then_it_runs_only_after_its_time(
+    pail: Pail,
+) -> None:
+    enqueued = datetime.now(UTC)
+    job_id = pail.enqueue({"n": 1}, delay=1.0)
+    ran_at: list[datetime] = []
+
+    def handler(payload: object) -> str:
+        ran_at.append(datetime.now(UTC))
+        return "ok"
+
+    assert pail.work_once(handler) is False  # not before its time
+    tick = threading.Event()
+    for _ in range(100):  # polls, up to 10 s: the server's clock decides when it is due
+        if pail.work_once(handler):
+            break
+        tick.wait(0.1)
+
+    assert pail.result(job_id) == "ok"
+    # Judged by the listing's Date, which S3 truncates to the second: never early.
+    assert ran_at[0] - enqueued >= timedelta(seconds=1)
+    assert ran_at[0] - enqueued < timedelta(seconds=10)
+
+
+def test_given_not_before_in_the_past_when_enqueued_then_claimable_at_once(pail: Pail) -> None:
+    job_id = pail.enqueue({"n": 1}, not_before=datetime.now(UTC) - timedelta(minutes=1))
+
+    message = pail.claim()
+
+    assert message is not None and message.id == job_id
+    message.complete()
+
+
+def test_given_page_full_of_waiting_jobs_when_claiming_then_the_ready_job_is_claimed(
+    pail: Pail,
+) -> None:
+    for _ in range(3):
+        pail.enqueue({"later": True}, delay=3600)
+    ready = pail.enqueue({"now": True})
+    claimer = Claimer(
+        pail.store, pail.keys, visibility_timeout=30, clock=SystemClock(), owner="t", page_size=3
+    )
+
+    lease = claimer.claim()
+
+    assert lease is not None and lease.job_id == ready
+    assert claimer.lists == 2  # the page of waiting entries, then one past them
+
+
+def test_given_delayed_job_when_cancelled_then_it_never_runs(pail: Pail) -> None:
+    job_id = pail.enqueue({"n": 1}, delay=3600)
+
+    assert pail.cancel(job_id) is True
+
+    status = pail.status(job_id)
+    assert status is not None and status.state is JobState.CANCELLED
+    assert pail.stats().pending == 0
+
+
+def test_given_key_and_delay_when_enqueued_twice_then_one_delayed_job(pail: Pail) -> None:
+    first = pail.enqueue_once({"n": 1}, key="k", delay=3600)
+    again = pail.enqueue_once({"n": 1}, key="k", delay=3600)
+
+    assert first.created and not again.created and again.id == first.id
+    assert pail.stats().pending == 1
+    assert pail.claim() is None
+
+
+def test_given_promotion_that_crashed_before_its_delete_when_claiming_again_then_the_job_runs_once(
+    pail: Pail, hooked: HookedStore
+) -> None:
+    job_id = "01J00000000000000000000002"
+    key = _write_due_entry(pail, job_id, {"n": 2}, datetime.now(UTC) - timedelta(seconds=1))
+
+    def crash() -> None:
+        raise SimulatedCrash
+
+    hooked.before("delete", key, crash)
+    with pytest.raises(SimulatedCrash):
+        Pail(hooked).claim()
+    runs: list[object] = []
+
+    while pail.work_once(runs.append):
+        pass
+
+    assert runs == [{"n": 2}]
+    assert pail.stats().pending == 0 and pail.store.head(key) is None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"delay": -1},
+        {"delay": 5, "not_before": datetime.now(UTC)},
+        {"not_before": datetime(2030, 1, 1)},  # naive: whose clock?
+    ],
+)
+def test_given_bad_delay_when_enqueued_then_configuration_error_and_nothing_written(
+    pail: Pail, options: dict[str, object], counter: RequestCounter
+) -> None:
+    with pytest.raises(ConfigurationError):
+        pail.enqueue({"n": 1}, **options)  # type: ignore[arg-type]
+    assert counter.total() == 0
+
+
+def test_given_namespaced_queues_when_delayed_then_isolated(connect: Callable[..., Pail]) -> None:
+    reports, emails = connect(queue="reports"), connect(queue="emails")
+    job_id = reports.enqueue({"n": 1}, delay=3600)
+
+    assert emails.status(job_id) is None
+    status = reports.status(job_id)
+    assert status is not None and status.state is JobState.PENDING
