@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pail_bench import original
-from pail_bench.plans import FULL, QUICK
+from pail_bench.plans import FULL, QUICK, Plan
 from pail_bench.plot import plot
 from pail_bench.report import markdown, summarise, summary_json
 from pail_bench.scenarios import BENCH_DIR, ROOT, run_plan
@@ -66,6 +66,16 @@ def refresh_doc(table: str, command: str) -> bool:
     return True
 
 
+def measure(plan: Plan, *, second_server: bool) -> dict[str, Any]:
+    """Run ``plan`` against a fresh local server, with the original installed and checked."""
+    log(f"==> the original pailq {original.VERSION} in {ORIGINAL_VENV}")
+    found = original.ensure(ORIGINAL_VENV)
+    log(f"    {found.module} ({found.files_verified} files match its RECORD)")
+    from pail.local import LocalS3
+
+    return run_plan(plan, found, log, LocalS3, seaweed if second_server else None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute (CI)")
@@ -73,17 +83,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-second-server", action="store_true", help="skip the SeaweedFS figures"
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: redo the table, plot and doc from the results.json in --out",
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     out: Path = args.out or (BENCH_DIR / "quick" if args.quick else BENCH_DIR)
     started = time.perf_counter()
 
-    log(f"==> the original pailq {original.VERSION} in {ORIGINAL_VENV}")
-    found = original.ensure(ORIGINAL_VENV)
-    log(f"    {found.module} ({found.files_verified} files match its RECORD)")
-    from pail.local import LocalS3
-
-    results = run_plan(plan, found, log, LocalS3, None if args.no_second_server else seaweed)
+    if args.report_only:
+        results = json.loads((out / "results.json").read_text())
+        plan = FULL if results["meta"]["plan"]["name"] == FULL.name else QUICK
+    else:
+        results = measure(plan, second_server=not args.no_second_server)
     figures = summarise(results)
     results["summary"] = summary_json(figures)
     table = markdown(results, figures)

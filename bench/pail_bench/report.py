@@ -40,6 +40,15 @@ def dollars_per_million(step: dict[str, Any]) -> float:
     return float(dollars(step["job_counts"]) / step["claims"] * MILLION)
 
 
+def contention_dollars_per_million(run: dict[str, Any]) -> float:
+    """A raced job's cost: the workers' requests per claim plus the enqueue of one job."""
+    if not run["claims"]:
+        return 0.0
+    work = dollars(run["requests"]) / run["claims"]
+    enqueue = dollars(run["enqueue_requests"]) / run["jobs"]
+    return float((work + enqueue) * MILLION)
+
+
 def server_rates(results: dict[str, Any], server: str = "server") -> dict[str, float]:
     """Operations per second at the most client threads measured."""
     ceiling = results[server]["ceiling"]
@@ -301,7 +310,8 @@ def markdown(results: dict[str, Any], figures: list[Figure]) -> str:
         _claim_table(results),
         "",
         f"**Contention** ({plan['contention_jobs']} jobs; the original stops at "
-        f"{plan['original_contention_cap']:.0f} s and is measured over the claims it made)",
+        f"{plan['original_contention_cap']:.0f} s and is measured over the claims it made; "
+        "requests/job counts the workers' requests, $/M jobs adds the enqueue)",
         "",
         _contention_table(results),
         "",
@@ -370,19 +380,27 @@ def _contention_table(results: dict[str, Any]) -> str:
         cells = [str(p_run["workers"])]
         for run in (o_run, p_run):
             if run is None:
-                cells += ["—"] * 5
+                cells += ["—"] * 6
                 continue
             cells += [
                 f"{run['claims']}" + (" (capped)" if run["capped"] else ""),
                 _fmt(run["jobs_per_second"], 1),
                 _fmt(run["failed_conditions_per_claim"] or 0.0, 3),
                 _fmt(run["requests_per_job"] or 0.0, 2),
+                f"${contention_dollars_per_million(run):.2f}",
                 str(run["duplicates"]),
             ]
         rows.append(cells)
     header = ["workers"]
     for side in SIDES:
-        header += [f"{side}: jobs run", "jobs/s", "failed cond./claim", "requests/job", "dup."]
+        header += [
+            f"{side}: jobs run",
+            "jobs/s",
+            "failed cond./claim",
+            "requests/job",
+            "$/M jobs",
+            "dup.",
+        ]
     return _table(header, rows)
 
 
