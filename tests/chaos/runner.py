@@ -98,6 +98,7 @@ class ChaosReport:
             f"({dict(self.duplicates)}), unexplained {len(self.unexplained)}\n"
             f"  lost {len(self.lost)}, stuck {len(self.stuck)}, results changed "
             f"{len(self.changed)} of {self.sampled} sampled"
+            + ("\n  TIMED OUT before every job was terminal" if self.timed_out else "")
         )
 
 
@@ -359,7 +360,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--kill-every", type=float, default=0.5)
     parser.add_argument("--fault-rate", type=float, default=0.05)
-    parser.add_argument("--deadline", type=float, default=900.0)
+    parser.add_argument("--deadline", type=float, default=1800.0)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     config = ChaosConfig(

@@ -50,11 +50,12 @@ class Kind(StrEnum):
     RAN_AFTER_END = "ran-after-end"
     RETRY_POLICY = "retry-policy"
     RESENT_ENQUEUE_RERUN = "resent-enqueue-rerun"
-    """Known, open: a run again or past the policy, of a job whose entry a resent enqueue re-created.
+    """A run again or past the policy, of a job whose entry a resent enqueue re-created.
 
-    ``Pail.enqueue`` removes an entry its resent PUT re-created, but a worker
-    can claim that entry first; first-attempt claims do not check ``done/``.
-    Reported apart so the sweep stays a test of everything else.
+    botocore resends a create-only PUT whose response was lost; if a worker
+    took the job meanwhile, the resend creates the entry again. Every claim's
+    ``done/`` check closes this (regression seed 1603); it is told apart from
+    the other reruns because its cause lies outside the workers.
     """
 
 

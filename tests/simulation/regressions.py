@@ -127,7 +127,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        13111,
+        14345,
         Kind.RETRY_POLICY,
         "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
         "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
