@@ -20,13 +20,14 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from pail.errors import ConfigurationError, StorageError
 
@@ -142,6 +143,7 @@ class LocalS3(LoopbackEndpoint):
         self.port = port or free_port()
         self._startup_timeout = startup_timeout
         self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
 
     def start(self) -> LocalS3:
         command = [
@@ -155,16 +157,21 @@ class LocalS3(LoopbackEndpoint):
             "--parent-pid",
             str(os.getpid()),
         ]
+        # A file, not a pipe: nobody reads the server's stderr while it runs,
+        # and a full pipe would block the server the next time it logs.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._process = subprocess.Popen(
             command,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self._stderr,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         deadline = time.monotonic() + self._startup_timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                stderr = self._process.stderr.read().decode() if self._process.stderr else ""
+                self._stderr.seek(0)
+                stderr = self._stderr.read().decode(errors="replace")
+                self.stop()
                 raise StorageError(f"local S3 server exited at start: {stderr.strip()[-500:]}")
             try:
                 with urllib.request.urlopen(self.endpoint_url, timeout=1):
@@ -186,8 +193,9 @@ class LocalS3(LoopbackEndpoint):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stderr:
-            process.stderr.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
     def __enter__(self) -> LocalS3:
         return self.start()
