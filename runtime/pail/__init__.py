@@ -24,6 +24,7 @@ from pail.errors import (
     PayloadError,
     StorageError,
 )
+from pail.features.retry import RetryPolicy
 from pail.message import Message
 from pail.protocol.reaper import ReapReport
 from pail.protocol.transitions import Ending
@@ -61,6 +62,7 @@ __all__ = [
     "PailError",
     "PayloadError",
     "ReapReport",
+    "RetryPolicy",
     "S3Store",
     "Stats",
     "StorageError",

@@ -179,6 +179,8 @@ class LeaseRecord:
     reaped: bool = False
     redriven: int = 0
     write: str = field(default_factory=new_token)
+    retry_after: float = 0.0
+    """Seconds a ``retrying`` lease waits before the reaper requeues it (a retry backoff)."""
 
     def rewritten(self, **changes: Any) -> Self:
         """A copy with ``changes`` and a fresh write token."""
@@ -204,6 +206,8 @@ class LeaseRecord:
             data["reaped"] = True
         if self.redriven:
             data["redriven"] = self.redriven
+        if self.retry_after:
+            data["retry_after"] = self.retry_after
         data["w"] = self.write
         return dumps(data)
 
@@ -226,6 +230,7 @@ class LeaseRecord:
             reaped=bool(data.get("reaped", False)),
             redriven=int(data.get("redriven", 0) or 0),
             write=str(data.get("w", "")),
+            retry_after=float(data.get("retry_after", 0) or 0),
         )
 
     def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:

@@ -37,6 +37,7 @@ from pail.errors import (
 )
 from pail.features import batch, cancel, dedup
 from pail.features import delay as delay_feature
+from pail.features.retry import RetryPolicy
 from pail.ids import new_job_id, ulid_time, validate_job_id
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.message import Message
@@ -131,6 +132,7 @@ class Pail:
         max_retries: int | None = DEFAULT_MAX_RETRIES,
         clock: Clock | None = None,
         owner: str | None = None,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         try:
             self._keys = Keys(queue)
@@ -138,7 +140,9 @@ class Pail:
             raise ConfigurationError(str(exc)) from None
         self._store = store
         self._policy = Policy(
-            validate_max_retries(max_retries), validate_visibility_timeout(visibility_timeout)
+            validate_max_retries(max_retries),
+            validate_visibility_timeout(visibility_timeout),
+            retry_policy,
         )
         self._clock = clock or SystemClock()
         self._owner = owner or _owner()
@@ -161,11 +165,13 @@ class Pail:
         session_token: str | None = None,
         profile: str | None = None,
         client: S3Client | None = None,
+        retry_policy: RetryPolicy | None = None,
     ) -> Pail:
         """Connect to the queue in ``bucket``. Only this method builds a boto3 client.
 
         Credentials and region follow boto3's usual chain unless given.
         ``queue`` names a namespace, so several queues can share a bucket.
+        ``retry_policy`` sets a backoff between attempts (default: none).
         """
         validate_bucket_name(bucket)
         if client is None:
@@ -182,6 +188,7 @@ class Pail:
             queue=queue,
             visibility_timeout=visibility_timeout,
             max_retries=max_retries,
+            retry_policy=retry_policy,
         )
 
     # -- properties ---------------------------------------------------------

@@ -11,6 +11,7 @@ from pail.codec import (
     META_OUTCOME,
     OUTCOME_CANCELLED,
     OUTCOME_DEAD,
+    RETRYING,
     DeadLetter,
     Envelope,
     ErrorInfo,
@@ -115,7 +116,8 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
             return JobStatus(job_id, JobState.RUNNING, 0, ulid_time(job_id), running.last_modified)
         return JobStatus(
             job_id,
-            JobState.RUNNING,
+            # A retrying lease is an attempt that failed: the job waits for its retry.
+            JobState.PENDING if record.state == RETRYING else JobState.RUNNING,
             record.attempt,
             _enqueued_at(job_id, record.enqueued_at),
             running.last_modified,

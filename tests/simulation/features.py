@@ -8,6 +8,8 @@ The workers and reapers are the harness's own (the real ``Claimer``,
   and every key is enqueued a second time once the first call returned;
 * some jobs are **delayed** (``delay=`` counted from the producer's skewed
   wall clock), so claims promote them;
+* half the runs retry failed attempts with a **backoff** (``RetryPolicy``),
+  held in the lease until the reaper requeues the job;
 * some jobs are **cancelled**, at a random time (pending, running or done),
   retried on storage errors as ``cancel`` is idempotent.
 
@@ -35,7 +37,9 @@ from typing import TYPE_CHECKING
 from pail.codec import META_OUTCOME, OUTCOME_CANCELLED
 from pail.errors import JobNotFoundError, StorageError
 from pail.features import delay
+from pail.features.retry import RetryPolicy
 from pail.keys import Keys
+from pail.protocol.settle import Policy
 from pail.queue import Pail
 from pail.store.base import StoredObject
 from tests.simulation import actors
@@ -222,8 +226,13 @@ FEATURES = Model("features", Rules.PAIL, producer, actors.worker, actors.reaper)
 
 def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
     """One run of the features model; the same seed replays the same run."""
-    world = World(SimConfig.for_seed(seed, chaos=chaos), FEATURES)
+    config = SimConfig.for_seed(seed, chaos=chaos)
+    world = World(config, FEATURES)
     world.ledger = FeatureLedger(world)
+    if seed % 2:  # half the runs retry with a backoff, which the reaper finishes
+        vt = config.visibility_timeout
+        backoff = RetryPolicy.exponential(vt / 2, max_delay=2 * vt, jitter=0.5)
+        world.policy = Policy(config.max_retries, vt, backoff)
     real_utc_now = delay.utc_now  # the producer puts its simulated wall clock there
     try:
         return world.run()

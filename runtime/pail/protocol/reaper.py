@@ -51,6 +51,7 @@ class ReapReport:
     dead_lettered: int = 0
     cleaned: int = 0
     renewed: int = 0
+    backing_off: int = 0
     complete_pass: bool = True
     requeued_ids: list[str] = field(default_factory=list)
     dead_lettered_ids: list[str] = field(default_factory=list)
@@ -88,14 +89,14 @@ class Reaper:
                 age = (page.server_time - item.last_modified).total_seconds()
                 if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
                     report.expired += 1
-                    self._reclaim(item, report)
+                    self._reclaim(item, report, age)
             self._continuation = page.next_token
             if page.next_token is None:
                 return report
         report.complete_pass = False
         return report
 
-    def _reclaim(self, item: ObjectInfo, report: ReapReport) -> None:
+    def _reclaim(self, item: ObjectInfo, report: ReapReport, age: float) -> None:
         job_id = self._keys.job_id(item.key)
         current = self._store.get(item.key)
         if current is None or current.etag != item.etag:
@@ -108,6 +109,9 @@ class Reaper:
             raw = current.body[:10_000].decode("utf-8", errors="replace")
             error = ErrorInfo.from_exception(exc)
             record = LeaseRecord(job_id, None, 0, "reaper", new_token(), state=DYING, error=error)
+        if record.state == RETRYING and age <= record.retry_after + CLOCK_RESOLUTION:
+            report.backing_off += 1  # a retry backoff still running: not due yet
+            return
         fenced = record.rewritten(reaped=True)
         won = put_conditional(
             self._store,

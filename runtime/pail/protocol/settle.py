@@ -23,6 +23,7 @@ from pail.codec import (
     encode_result,
 )
 from pail.errors import LeaseLostError
+from pail.features.retry import RetryPolicy
 from pail.keys import Keys
 from pail.protocol import transitions
 from pail.protocol.lease import Lease
@@ -38,6 +39,11 @@ class Policy:
 
     max_retries: int | None
     visibility_timeout: float
+    retry: RetryPolicy | None = None
+
+    def backoff(self, attempt: int, job_id: str) -> float:
+        """Seconds the retry after failed attempt ``attempt`` waits (0: pending at once)."""
+        return self.retry.delay(attempt, job_id) if self.retry is not None else 0.0
 
     @property
     def margin(self) -> float:
@@ -93,6 +99,12 @@ def fail(
     attempt = lease.record.attempt
     error = ErrorInfo(error.type, error.message, error.traceback, attempt)
     dying = policy.exhausted(attempt)
+    backoff = 0.0 if dying else policy.backoff(attempt, lease.job_id)
+    if backoff > 0:
+        # The decision, with its wait, is the whole step: the reaper requeues
+        # the job once this lease is older than ``retry_after``.
+        lease.renew(state=RETRYING, error=error, retry_after=backoff)
+        return transitions.Ending.REQUEUED
     lease.renew(state=DYING if dying else RETRYING, error=error)
     record, etag = lease.record, lease.etag
     if dying:
