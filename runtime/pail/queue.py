@@ -37,6 +37,7 @@ from pail.errors import (
 )
 from pail.features import batch, cancel, dedup
 from pail.features import delay as delay_feature
+from pail.features.priority import Priority, due_for
 from pail.features.retry import RetryPolicy
 from pail.ids import new_job_id, ulid_time, validate_job_id
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
@@ -226,6 +227,7 @@ class Pail:
         key: str | None = None,
         delay: float | timedelta | None = None,
         not_before: datetime | None = None,
+        priority: str = Priority.NORMAL,
     ) -> str:
         """Add a job; return its id (a 26-character ULID).
 
@@ -234,10 +236,11 @@ class Pail:
         job per key is enqueued and a repeat returns the first job's id (use
         ``enqueue_once`` to learn whether this call created it). With
         ``delay`` (seconds or a ``timedelta``) or ``not_before`` (an aware
-        ``datetime``) the job is not claimable before that time.
+        ``datetime``) the job is not claimable before that time. A ``"high"``
+        ``priority`` job is claimed before the normal backlog.
         """
         now = delay_feature.utc_now()
-        due = delay_feature.due_time(delay, not_before, now=now)
+        due = due_for(priority, delay_feature.due_time(delay, not_before, now=now))
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due).id
         job_id = new_job_id()
@@ -266,6 +269,7 @@ class Pail:
         key: str,
         delay: float | timedelta | None = None,
         not_before: datetime | None = None,
+        priority: str = Priority.NORMAL,
         due: datetime | None = None,
     ) -> dedup.EnqueueResult:
         """Enqueue ``payload`` unless a job with dedup ``key`` exists.
@@ -273,10 +277,11 @@ class Pail:
         Returns ``EnqueueResult(id, created)``: ``created`` is False when the
         key was already used, and ``id`` is then the existing job's. A key is
         remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
-        ``delay`` and ``not_before`` work as in ``enqueue``.
+        ``delay``, ``not_before`` and ``priority`` work as in ``enqueue``.
         """
         if due is None:
             due = delay_feature.due_time(delay, not_before, now=delay_feature.utc_now())
+            due = due_for(priority, due)
         return dedup.enqueue_keyed(
             self._store, self._keys, payload, key, due=due, stats=self.write_stats
         )

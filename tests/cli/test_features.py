@@ -62,3 +62,26 @@ def test_given_key_and_many_lines_when_enqueue_then_usage_error(
 
     assert result.exit_code == 2
     assert pail.stats().pending == 0
+
+
+def test_given_delay_when_enqueue_then_the_job_waits(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    result = invoke("enqueue", bucket, '{"n": 1}', "--delay", "3600")
+
+    assert result.exit_code == 0
+    status = pail.status(result.stdout.strip())
+    assert status is not None and status.state is JobState.PENDING
+    assert pail.claim() is None
+
+
+def test_given_high_priority_when_enqueue_then_it_is_claimed_first(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    pail.enqueue({"n": 1})
+    result = invoke("enqueue", bucket, '{"n": 2}', "--priority", "high")
+
+    message = pail.claim()
+
+    assert message is not None and message.id == result.stdout.strip()
+    message.complete()

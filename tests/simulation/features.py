@@ -8,6 +8,7 @@ The workers and reapers are the harness's own (the real ``Claimer``,
   and every key is enqueued a second time once the first call returned;
 * some jobs are **delayed** (``delay=`` counted from the producer's skewed
   wall clock), so claims promote them;
+* some are **high priority** (a delayed entry due at the epoch);
 * half the runs retry failed attempts with a **backoff** (``RetryPolicy``),
   held in the lease until the reaper requeues the job;
 * some jobs are **cancelled**, at a random time (pending, running or done),
@@ -57,6 +58,8 @@ CANCEL_SHARE = 0.4
 """Of the jobs, the share the producer cancels."""
 DELAY_SHARE = 0.4
 """Of the jobs, the share enqueued with a delay."""
+HIGH_SHARE = 0.3
+"""Of the other jobs, the share enqueued with high priority (promoted like a due delayed job)."""
 
 
 class FeatureLedger(Ledger):
@@ -179,9 +182,12 @@ def producer(world: World, process: Process) -> None:
         world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))
         delayed = world.rng.random() < DELAY_SHARE
         seconds = world.rng.uniform(0.5, 2 * config.visibility_timeout) if delayed else 0.0
+        urgent = not delayed and world.rng.random() < HIGH_SHARE
+        priority = "high" if urgent else "normal"
         world.counts["delayed"] += delayed
+        world.counts["high_priority"] += urgent
         for _repeat in range(2):
-            job_id = _retrying(world, partial(_enqueue, pail, index, seconds))
+            job_id = _retrying(world, partial(_enqueue, pail, index, seconds, priority))
             ledger.returned(index, job_id)
         roll = world.rng.random()
         if roll < CANCEL_SHARE / 2:
@@ -200,8 +206,9 @@ def _cancel_now(world: World, pail: Pail, job_id: str) -> None:
     world.counts["cancels"] += 1
 
 
-def _enqueue(pail: Pail, index: int, delay_seconds: float) -> str:
-    return pail.enqueue_once({"n": index}, key=f"k{index}", delay=delay_seconds or None).id
+def _enqueue(pail: Pail, index: int, delay_seconds: float, priority: str) -> str:
+    delay = delay_seconds or None
+    return pail.enqueue_once({"n": index}, key=f"k{index}", delay=delay, priority=priority).id
 
 
 def _cancel(pail: Pail, job_id: str) -> str:

@@ -63,9 +63,30 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
     metavar="KEY",
     help="Dedup key: enqueue at most one job per key (prints the existing id if used).",
 )
+@click.option(
+    "--delay",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Not claimable for this many seconds.",
+)
+@click.option(
+    "--priority",
+    type=click.Choice(["normal", "high"]),
+    default="normal",
+    show_default=True,
+    help="A high-priority job is claimed before the normal backlog.",
+)
 @global_options
 @click.pass_context
-def enqueue(ctx: click.Context, args: tuple[str, ...], lines: bool, key: str | None) -> None:
+def enqueue(
+    ctx: click.Context,
+    args: tuple[str, ...],
+    lines: bool,
+    key: str | None,
+    delay: float | None,
+    priority: str,
+) -> None:
     """Add a job and print its id.
 
     The payload is literal JSON, @FILE to read it from a file, or - for stdin.
@@ -81,18 +102,26 @@ def enqueue(ctx: click.Context, args: tuple[str, ...], lines: bool, key: str | N
     pail = opts.connect(bucket)
     out = opts.output()
     if key is not None:
-        enqueue_keyed(pail, out, payloads, key)
+        enqueue_keyed(pail, out, payloads, key, delay=delay, priority=priority)
         return
     for payload in payloads:
-        job_id = pail.enqueue(payload)
+        job_id = pail.enqueue(payload, delay=delay, priority=priority)
         out.result({"id": job_id}, lambda job_id=job_id: out.line(job_id))
 
 
-def enqueue_keyed(pail: Pail, out: Output, payloads: list[Any], key: str) -> None:
+def enqueue_keyed(
+    pail: Pail,
+    out: Output,
+    payloads: list[Any],
+    key: str,
+    *,
+    delay: float | None = None,
+    priority: str = "normal",
+) -> None:
     """``enqueue --key``: one payload, at most one job per key; say when the key was used."""
     if len(payloads) != 1:
         raise CommandError("--key takes exactly one payload", ExitCode.USAGE)
-    done = pail.enqueue_once(payloads[0], key=key)
+    done = pail.enqueue_once(payloads[0], key=key, delay=delay, priority=priority)
     out.result({"id": done.id, "created": done.created}, lambda: out.line(done.id))
     if not done.created:
         out.note(f"key {key!r} already used: {done.id} is the existing job; nothing enqueued")
