@@ -9,6 +9,8 @@ The workers and reapers are the harness's own (the real ``Claimer``,
 * some jobs are **delayed** (``delay=`` counted from the producer's skewed
   wall clock), so claims promote them;
 * some are **high priority** (a delayed entry due at the epoch);
+* every lease renewal carries **progress** (as a handler's
+  ``message.progress`` would), which only renewals may write;
 * half the runs retry failed attempts with a **backoff** (``RetryPolicy``),
   held in the lease until the reaper requeues the job;
 * some jobs are **cancelled**, at a random time (pending, running or done),
@@ -33,19 +35,20 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pail.codec import META_OUTCOME, OUTCOME_CANCELLED
 from pail.errors import JobNotFoundError, StorageError
 from pail.features import delay
 from pail.features.retry import RetryPolicy
 from pail.keys import Keys
+from pail.protocol.lease import Lease
 from pail.protocol.settle import Policy
 from pail.queue import Pail
 from pail.store.base import StoredObject
 from tests.simulation import actors
 from tests.simulation.harness import Model, SimConfig, World
-from tests.simulation.invariants import DONE, QUEUE, Execution, Kind, Ledger, Rules
+from tests.simulation.invariants import DONE, QUEUE, RUN, Execution, Kind, Ledger, Rules
 from tests.simulation.scheduler import Actor, Process
 from tests.simulation.sim_store import EPOCH
 
@@ -92,6 +95,8 @@ class FeatureLedger(Ledger):
         super().mutated(key, before, after, actor)
         if job is None or after is None:
             return
+        if prefix == RUN and before is None and "progress" in _json(after.body):
+            self._violate(Kind.TERMINAL, job_id, "a new lease carries progress: not a renewal")
         if prefix == DONE and before is None and _cancelled_marker(after):
             job.dead = False  # a cancellation's null marker is not a death
             self.cancelled_at.setdefault(job_id, self._scheduler.now)
@@ -241,7 +246,17 @@ def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
         backoff = RetryPolicy.exponential(vt / 2, max_delay=2 * vt, jitter=0.5)
         world.policy = Policy(config.max_retries, vt, backoff)
     real_utc_now = delay.utc_now  # the producer puts its simulated wall clock there
+    real_renew = Lease.renew
+
+    def renew_with_progress(lease: Lease, **changes: Any) -> None:
+        # A handler reporting progress: every renewal carries a new value.
+        lease.set_progress({"beat": world.counts["progress"]})
+        world.counts["progress"] += 1
+        real_renew(lease, **changes)
+
+    setattr(Lease, "renew", renew_with_progress)  # noqa: B010
     try:
         return world.run()
     finally:
         delay.utc_now = real_utc_now
+        setattr(Lease, "renew", real_renew)  # noqa: B010

@@ -38,6 +38,7 @@ def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_
 
     print(f"\nfeature simulation: {SEEDS} seeds, {dict(counts)}")
     assert counts["cancels"] > 0 and counts["delayed"] > 0 and counts["high_priority"] > 0
+    assert counts["progress"] > 0
     assert counts["crashes"] > 0 and counts["stalls"] > 0
     assert not failures, "\n\n".join(failures[:2])
 
