@@ -16,7 +16,9 @@ a failed attempt counts from its requeue.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from pail.features import delay
 from pail.keys import DLQ, QUEUE, RUN, Keys
 from pail.store.base import Store
 
@@ -64,7 +66,7 @@ def measure_depth(
     >>> depth.pending, depth.running, depth.dead_lettered, depth.complete
     (1, 0, 0, True)
     """
-    pending = _count(store, keys.prefix(QUEUE), max_pages, page_size)
+    pending = _count(store, keys.prefix(QUEUE), max_pages, page_size, keys)
     running = _count(store, keys.prefix(RUN), max_pages, page_size)
     dead = _count(store, keys.prefix(DLQ), max_pages, page_size)
     return Depth(
@@ -76,7 +78,9 @@ def measure_depth(
     )
 
 
-def _count(store: Store, prefix: str, max_pages: int, page_size: int) -> _Count:
+def _count(
+    store: Store, prefix: str, max_pages: int, page_size: int, keys: Keys | None = None
+) -> _Count:
     count = 0
     oldest: float | None = None
     token: str | None = None
@@ -84,7 +88,12 @@ def _count(store: Store, prefix: str, max_pages: int, page_size: int) -> _Count:
         page = store.list(prefix, max_keys=page_size, continuation=token)
         count += len(page.items)
         for item in page.items:
-            age = max(0.0, (page.server_time - item.last_modified).total_seconds())
+            since = item.last_modified
+            delayed = delay.parse(keys, item.key) if keys is not None else None
+            if delayed is not None:
+                # A delayed job waits from its due time, not from its enqueue.
+                since = max(since, datetime.fromtimestamp(delayed[0] / 1000, UTC))
+            age = max(0.0, (page.server_time - since).total_seconds())
             oldest = age if oldest is None else max(oldest, age)
         token = page.next_token
         if token is None:

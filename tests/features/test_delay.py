@@ -170,3 +170,16 @@ def test_given_namespaced_queues_when_delayed_then_isolated(connect: Callable[..
     assert emails.status(job_id) is None
     status = reports.status(job_id)
     assert status is not None and status.state is JobState.PENDING
+
+
+def test_given_job_waiting_for_its_delay_when_measuring_depth_then_it_is_not_old(
+    pail: Pail,
+) -> None:
+    from pail.depth import measure_depth
+
+    pail.enqueue({"n": 1}, delay=3600)
+
+    depth = measure_depth(pail.store, pail.keys)
+
+    assert depth.pending == 1
+    assert depth.oldest_pending_age == 0.0  # not due yet: nothing has waited too long
