@@ -4,6 +4,8 @@ Each role's access is a table from a key prefix (``pail.keys``) to S3 actions,
 derived from the protocol (``docs/protocol.md`` and ``pail.protocol``):
 
 * **Producers** create ``queue/{id}``: ``s3:PutObject`` on ``queue/*``, nothing else.
+  Producers that enqueue with dedup keys also create and read ``keys/{digest}``
+  and read the job's status.
 * **Workers** read and write every state of their queue: a claim reads the
   pending entry, creates the ``run/`` lease and deletes the pending entry; a
   heartbeat rewrites the lease; settling writes ``done/`` or the ``dlq/``
@@ -40,7 +42,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DLQ, DONE, QUEUE, RUN, Keys
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, Keys
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -61,6 +63,13 @@ class Access:
 
 
 ENQUEUE = Access(objects={QUEUE: (PUT,)})
+# A keyed enqueue creates and reads its key record under keys/, and reads the
+# job's status (every state) to tell a repeat from a record whose entry was
+# never written.
+ENQUEUE_KEYED = Access(
+    objects={**dict.fromkeys(ALL_PREFIXES, (GET,)), QUEUE: _READ_WRITE, DEDUP: _READ_WRITE},
+    lists=(*ALL_PREFIXES, DEDUP),
+)
 CONSUME = Access(objects=dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), lists=ALL_PREFIXES)
 REAP = Access(
     objects={QUEUE: _READ_WRITE, RUN: _READ_WRITE_DELETE, DONE: _READ_WRITE, DLQ: _READ_WRITE},

@@ -17,7 +17,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from pail import config, metrics_names
-from pail.keys import DLQ, DONE, QUEUE, Keys, validate_namespace
+from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace
 from pail_cdk import access, nag
 from pail_cdk.alarms import QueueAlarms, create_queue_alarms
 from pail_cdk.bundling import LAMBDA_RUNTIME, PYTHON_VERSION, pail_layers
@@ -95,6 +95,7 @@ class PailQueue(Construct):
         max_retries: int | None = config.DEFAULT_MAX_RETRIES,
         result_ttl: Duration | None = DEFAULT_RESULT_TTL,
         dlq_retention: Duration | None = DEFAULT_DLQ_RETENTION,
+        dedup_key_ttl: Duration | None = None,
         cors_allowed_origins: Sequence[str] | None = None,
         reaper_schedule: Duration = DEFAULT_REAPER_SCHEDULE,
         reaper_timeout: Duration = DEFAULT_REAPER_TIMEOUT,
@@ -115,6 +116,9 @@ class PailQueue(Construct):
         :param max_retries: retries before a job is dead-lettered; None retries forever.
         :param result_ttl: how long ``done/`` results are kept; None keeps them forever.
         :param dlq_retention: how long ``dlq/`` records are kept; None keeps them forever.
+        :param dedup_key_ttl: how long dedup keys (``keys/``) are remembered; None keeps them
+            until ``Pail.forget_key``. It must be shorter than ``result_ttl``: a key that
+            outlives its job's result would let a repeat run the job again.
         :param cors_allowed_origins: origins whose pages may GET results through presigned
             URLs. Default: any origin for a new bucket (a presigned URL is the credential),
             none for an existing one. An empty list adds no CORS rule.
@@ -150,7 +154,8 @@ class PailQueue(Construct):
         else:
             self.bucket = bucket
             origins = list(cors_allowed_origins or [])
-        self._configure_bucket(origins, result_ttl, dlq_retention)
+        _check_dedup_key_ttl(dedup_key_ttl, result_ttl)
+        self._configure_bucket(origins, result_ttl, dlq_retention, dedup_key_ttl)
 
         self.layers = pail_layers(
             self, architecture=architecture, public_powertools=public_powertools_layer
@@ -200,7 +205,11 @@ class PailQueue(Construct):
         return bucket
 
     def _configure_bucket(
-        self, origins: list[str], result_ttl: Duration | None, dlq_retention: Duration | None
+        self,
+        origins: list[str],
+        result_ttl: Duration | None,
+        dlq_retention: Duration | None,
+        dedup_key_ttl: Duration | None,
     ) -> None:
         bucket = self.bucket
         if not isinstance(bucket, s3.Bucket):
@@ -233,6 +242,12 @@ class PailQueue(Construct):
                 id=f"pail-{name}-dead-letters",
                 prefix=self.keys.prefix(DLQ),
                 expiration=Duration.days(dlq_retention.to_days()),
+            )
+        if dedup_key_ttl is not None:
+            bucket.add_lifecycle_rule(
+                id=f"pail-{name}-dedup-keys",
+                prefix=self.keys.prefix(DEDUP),
+                expiration=Duration.days(dedup_key_ttl.to_days()),
             )
         bucket.add_lifecycle_rule(
             id=f"pail-{name}-multipart",
@@ -365,6 +380,15 @@ class PailQueue(Construct):
         """Let ``grantee`` enqueue jobs: ``s3:PutObject`` on ``queue/*``, nothing else."""
         return access.grant(self.bucket, self.keys, grantee, access.ENQUEUE)
 
+    def grant_enqueue_keyed(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` enqueue with dedup keys (``Pail.enqueue(key=...)``).
+
+        Create and read ``keys/*``, create ``queue/*``, and read the job's status
+        under the four state prefixes (with their listing), which a repeat of a
+        key needs to find its job.
+        """
+        return access.grant(self.bucket, self.keys, grantee, access.ENQUEUE_KEYED)
+
     def grant_consume(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` work jobs: read, write and delete under this queue's four prefixes.
 
@@ -408,3 +432,14 @@ def merge_environment(*parts: Mapping[str, str] | None) -> dict[str, str]:
     for part in parts:
         merged.update(part or {})
     return merged
+
+
+def _check_dedup_key_ttl(dedup_key_ttl: Duration | None, result_ttl: Duration | None) -> None:
+    if dedup_key_ttl is None or result_ttl is None:
+        return
+    if dedup_key_ttl.to_days() >= result_ttl.to_days():
+        raise ValueError(
+            f"dedup_key_ttl ({dedup_key_ttl.to_days()} days) must be shorter than result_ttl "
+            f"({result_ttl.to_days()} days): a key that outlives its job's result would let a "
+            "repeated enqueue run the job again"
+        )

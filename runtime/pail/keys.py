@@ -53,6 +53,13 @@ def validate_namespace(namespace: str) -> str:
             f"invalid queue namespace {namespace!r}: use 1-63 characters of a-z, 0-9, '-' "
             "and '_', starting with a letter or digit"
         )
+    if f"{namespace}/" in (*ALL_PREFIXES, DEDUP):
+        # "queue" would put its jobs at queue/queue/{id}, inside the default
+        # queue's own listing: the two queues would claim each other's jobs.
+        raise ValueError(
+            f"invalid queue namespace {namespace!r}: it is the name of a key prefix "
+            f"({', '.join(p.rstrip('/') for p in (*ALL_PREFIXES, DEDUP))})"
+        )
     return namespace
 
 

@@ -107,6 +107,7 @@ class GrantsStack(Stack):
             visibility_timeout=Duration.seconds(90),
             result_ttl=Duration.days(3),
             dlq_retention=None,
+            dedup_key_ttl=Duration.days(2),
             cors_allowed_origins=["https://app.example.com"],
             reaper_schedule=Duration.minutes(10),
             oldest_pending_alarm_threshold=Duration.minutes(30),
@@ -114,9 +115,10 @@ class GrantsStack(Stack):
         )
         self.roles = {
             name: iam.Role(self, name, assumed_by=iam.AccountRootPrincipal())
-            for name in ("Producer", "Consumer", "Reader", "Status")
+            for name in ("Producer", "KeyedProducer", "Consumer", "Reader", "Status")
         }
         self.queue.grant_enqueue(self.roles["Producer"])
+        self.queue.grant_enqueue_keyed(self.roles["KeyedProducer"])
         self.queue.grant_consume(self.roles["Consumer"])
         self.queue.grant_read_results(self.roles["Reader"])
         self.queue.grant_read_status(self.roles["Status"])

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pail.keys import ALL_PREFIXES, DLQ, DONE, QUEUE, RUN
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN
 
 from .conftest import Synthesis
 from .helpers import Statement, condition, logical_id, render, s3_statements, statements
@@ -38,6 +38,27 @@ def test_given_grant_enqueue_when_synthesised_then_only_put_on_queue(
     assert s3_statements(grants, "Producer") == {
         Statement((PUT,), _objects(bucket, "reports/", QUEUE)),
     }
+
+
+def test_given_grant_enqueue_keyed_when_synthesised_then_keys_queue_and_status_reads(
+    grants: dict[str, Any],
+) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "KeyedProducer") == {
+        Statement((GET, PUT), _objects(bucket, "reports/", QUEUE, DEDUP)),
+        Statement((GET,), _objects(bucket, "reports/", RUN, DONE, DLQ)),
+        _listing(bucket, "reports/", *ALL_PREFIXES, DEDUP),
+    }
+
+
+def test_given_dedup_key_ttl_when_synthesised_then_keys_expire_before_results(
+    grants: dict[str, Any],
+) -> None:
+    [bucket] = [r for r in grants["Resources"].values() if r["Type"] == "AWS::S3::Bucket"]
+    rules = {rule["Id"]: rule for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
+    assert rules["pail-reports-dedup-keys"]["Prefix"] == f"reports/{DEDUP}"
+    assert rules["pail-reports-dedup-keys"]["ExpirationInDays"] == 2
+    assert rules["pail-reports-results"]["ExpirationInDays"] == 3
 
 
 def test_given_grant_consume_when_synthesised_then_the_four_prefixes_and_their_listing(
@@ -128,9 +149,9 @@ def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
                         rendered = render(resource)
                         assert rendered != "*", statement
                         if rendered.endswith("*"):
-                            assert rendered.endswith(tuple(f"/{p}*" for p in ALL_PREFIXES)), (
-                                rendered
-                            )
+                            assert rendered.endswith(
+                                tuple(f"/{p}*" for p in (*ALL_PREFIXES, DEDUP))
+                            ), rendered
                         else:
                             assert actions == [LIST] and "Condition" in statement, statement
     assert checked >= 15

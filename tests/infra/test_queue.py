@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_cdk.assertions import Match, Template
 
 from pail import config, metrics_names
-from pail.keys import DLQ, DONE, QUEUE, RUN
+from pail.keys import DEDUP, DLQ, DONE, QUEUE, RUN
 
 from .conftest import Synthesis
 from .helpers import logical_id
@@ -139,7 +139,7 @@ def test_given_any_queue_when_synthesised_then_no_rule_expires_pending_or_runnin
                 for rule in bucket["Properties"].get("LifecycleConfiguration", {}).get("Rules", []):
                     prefix = rule.get("Prefix", "")
                     if "ExpirationInDays" in rule:
-                        assert prefix.endswith((DONE, DLQ)), rule
+                        assert prefix.endswith((DONE, DLQ, DEDUP)), rule
                     assert not prefix.endswith((QUEUE, RUN)), rule
 
 
@@ -178,6 +178,7 @@ def test_given_custom_props_when_synthesised_then_user_overrides_and_options_app
             "LifecycleConfiguration": {
                 "Rules": [
                     Match.object_like({"Prefix": f"reports/{DONE}", "ExpirationInDays": 3}),
+                    Match.object_like({"Prefix": f"reports/{DEDUP}", "ExpirationInDays": 2}),
                     Match.object_like(
                         {"Prefix": "reports/", "AbortIncompleteMultipartUpload": Match.any_value()}
                     ),

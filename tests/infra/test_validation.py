@@ -37,6 +37,7 @@ def test_given_bucket_and_bucket_props_when_constructed_then_rejects_both(stack:
         ({"max_retries": -1}, ConfigurationError, "max_retries"),
         ({"visibility_timeout": Duration.seconds(0)}, ConfigurationError, "visibility_timeout"),
         ({"reaper_schedule": Duration.seconds(30)}, ValueError, "at least 1 minute"),
+        ({"dedup_key_ttl": Duration.days(7)}, ValueError, "shorter than result_ttl"),
         (
             {"reaper_timeout": Duration.minutes(2)},
             ValueError,

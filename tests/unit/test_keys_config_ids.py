@@ -23,7 +23,9 @@ def test_given_namespace_when_building_keys_then_every_prefix_is_under_it() -> N
         keys.job_id("exports/run/J")
 
 
-@pytest.mark.parametrize("bad", ["Upper", "a/b", "-x", "x" * 64])
+@pytest.mark.parametrize(
+    "bad", ["Upper", "a/b", "-x", "x" * 64, "queue", "run", "done", "dlq", "keys"]
+)
 def test_given_invalid_namespace_then_value_error(bad: str) -> None:
     with pytest.raises(ValueError, match="invalid queue namespace"):
         Keys(bad)
