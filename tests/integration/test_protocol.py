@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pail import JobState, ManualClock, Pail
+from pail import JobState, ManualClock, Message, Pail
 from pail.codec import Envelope
 from pail.errors import ConditionFailedError
 from pail.local import LocalS3
@@ -80,6 +80,24 @@ def no_leftovers(pail: Pail) -> Iterator[str]:
     yield from pending & running
 
 
+def claim_and_stop_renewing(pail: Pail) -> tuple[str, Message]:
+    """Enqueue a job and claim it, then stop its heartbeat: the worker died or stalled."""
+    job_id = pail.enqueue({"n": 1})
+    message = pail.claim()
+    assert message is not None and message.id == job_id
+    message._heartbeat.stop()
+    return job_id, message
+
+
+def take_over(stalled: Pail, other: Pail) -> tuple[str, Message, Message]:
+    """A job whose first worker stalled past its lease, reaped and claimed again by ``other``."""
+    job_id, zombie = claim_and_stop_renewing(stalled)
+    reap_until(other, "requeued")
+    owner = other.claim()
+    assert owner is not None and owner.id == job_id and owner.attempt == 2
+    return job_id, zombie, owner
+
+
 def test_given_stale_listing_when_job_finished_meanwhile_then_it_does_not_run_again(
     hooked: HookedStore, s3store: Callable[[], S3Store]
 ) -> None:
@@ -131,10 +149,7 @@ def test_given_worker_killed_mid_job_when_reaped_then_requeued_and_retried(
     s3store: Callable[[], S3Store],
 ) -> None:
     a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
-    job_id = a.enqueue({"n": 1})
-    killed = a.claim()
-    assert killed is not None
-    killed._heartbeat.stop()  # the process died: nothing renews the lease any more
+    job_id, _ = claim_and_stop_renewing(a)  # the process died: nothing renews the lease
 
     reap_until(b, "requeued")
 
@@ -149,10 +164,7 @@ def test_given_last_attempt_killed_when_reaped_then_dead_lettered(
     s3store: Callable[[], S3Store],
 ) -> None:
     a = Pail(s3store(), visibility_timeout=VT, max_retries=0)
-    job_id = a.enqueue({"n": 1})
-    killed = a.claim()
-    assert killed is not None
-    killed._heartbeat.stop()
+    job_id, _ = claim_and_stop_renewing(a)
 
     reap_until(a, "dead_lettered")
 
@@ -166,13 +178,7 @@ def test_given_stalled_worker_when_it_wakes_after_takeover_then_it_cannot_settle
     s3store: Callable[[], S3Store],
 ) -> None:
     a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
-    job_id = a.enqueue({"n": 1})
-    zombie = a.claim()
-    assert zombie is not None
-    zombie._heartbeat.stop()  # stalled: a long GC pause, a frozen VM
-    reap_until(b, "requeued")
-    owner = b.claim()
-    assert owner is not None and owner.attempt == 2
+    job_id, zombie, owner = take_over(a, b)  # a stalled: a long GC pause, a frozen VM
 
     assert zombie.complete({"by": "zombie"}) is False  # its fenced renewal fails first
     assert zombie.lease_lost
@@ -188,13 +194,7 @@ def test_given_zombie_that_believes_its_lease_is_fresh_then_it_cannot_delete_new
     frozen = ManualClock()  # the zombie's local clock did not move during its stall
     a = Pail(s3store(), visibility_timeout=VT, clock=frozen)
     b = Pail(s3store(), visibility_timeout=VT)
-    job_id = a.enqueue({"n": 1})
-    zombie = a.claim()
-    assert zombie is not None
-    zombie._heartbeat.stop()
-    reap_until(b, "requeued")
-    owner = b.claim()
-    assert owner is not None
+    job_id, zombie, owner = take_over(a, b)
 
     # The zombie skips renewing (its clock says the lease is fresh) and writes
     # done/{id} first: a success that ran, so it stands, and cannot change.
@@ -210,13 +210,7 @@ def test_given_zombie_that_fails_late_then_no_second_pending_entry(
     s3store: Callable[[], S3Store],
 ) -> None:
     a, b = Pail(s3store(), visibility_timeout=VT), Pail(s3store(), visibility_timeout=VT)
-    job_id = a.enqueue({"n": 1})
-    zombie = a.claim()
-    assert zombie is not None
-    zombie._heartbeat.stop()
-    reap_until(b, "requeued")
-    owner = b.claim()
-    assert owner is not None
+    job_id, zombie, owner = take_over(a, b)
 
     assert zombie.fail(RuntimeError("late")) is None  # fenced: the lease is not its own
 
