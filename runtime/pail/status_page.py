@@ -1,7 +1,7 @@
 """The job status page: a static HTML file that polls the bucket, and a tiny localhost server.
 
-The page (``pail/static/status.html``, the same bytes as
-``examples/status-page/index.html``) reads a job's four presigned status URLs
+The page (``pail/static/status.html``, which
+``examples/status-page/index.html`` links to) reads a job's four presigned status URLs
 from its fragment and polls them straight from the browser: no backend in
 the loop. ``docs/status-page.md`` documents the JSON it reads.
 
