@@ -60,6 +60,8 @@ class DemoOptions:
     kill_after: float = 0.5
     deadline: float = 120.0
     hold: bool = False
+    # Open the killed job's status page in a browser (implies hold).
+    open_status: bool = False
 
 
 class Demo:
@@ -376,8 +378,44 @@ def _run(options: DemoOptions, out: Output) -> DemoReport:
                 f"{len(report.missing)} job(s) unaccounted for: {', '.join(report.missing[:5])}"
             )
         if options.hold:
+            status_pages(out, report, server, stack, open_browser=options.open_status)
             hold_server(out, report)
         return report
+
+
+def status_pages(
+    out: Output, report: DemoReport, server: LocalS3, stack: ExitStack, *, open_browser: bool
+) -> None:
+    """Serve the browser status page for the killed worker's job and the dead letter.
+
+    The page polls the local server straight from the browser (moto answers
+    any origin, as the PailQueue construct's CORS rule lets a page on AWS).
+    """
+    from pail.queue import Pail
+    from pail.status_page import serve_status_page
+
+    where = server.connect_kwargs()
+    pail = Pail.connect(
+        DEMO_BUCKET,
+        endpoint_url=where["endpoint_url"],
+        access_key_id=where["access_key_id"],
+        secret_access_key=where["secret_access_key"],
+        region=where["region"],
+    )
+    jobs = [("the job whose worker was killed", report.result_job)]
+    jobs += [("the dead letter", letter.job_id) for letter in report.dead_letters[:1]]
+    out.print()
+    out.print("[bold]Status pages[/] (open them in a browser while the server runs):")
+    urls = []
+    for label, job_id in jobs:
+        url, stop = serve_status_page(pail, job_id)
+        stack.callback(stop)
+        urls.append(url)
+        out.line(f"  {label}: {url}")
+    if open_browser and urls:
+        import webbrowser
+
+        webbrowser.open(urls[0])
 
 
 def main(argv: list[str] | None = None) -> None:

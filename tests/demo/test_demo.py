@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -62,6 +63,19 @@ def assert_nothing_left(session: int, port: int) -> None:
         pass
 
 
+def open_printed_status_page(lines: list[str]) -> None:
+    """The held demo serves the browser status page; its link carries the job's presigned URLs."""
+    link = next(
+        line.split(": ", 1)[1] for line in lines if "the job whose worker was killed: " in line
+    )
+    page, _, fragment = link.partition("#")
+    assert page.startswith("http://127.0.0.1:")
+    assert "done=" in fragment and "X-Amz-Signature" in urllib.parse.unquote(fragment)
+    with urllib.request.urlopen(page, timeout=10) as response:
+        assert response.status == 200
+        assert b"<html" in response.read().lower()
+
+
 def test_given_a_fresh_machine_when_demo_runs_off_a_terminal_then_every_job_is_accounted_for() -> (
     None
 ):
@@ -79,6 +93,7 @@ def test_given_a_fresh_machine_when_demo_runs_off_a_terminal_then_every_job_is_a
         reader.wait_for("Press Enter to stop it", timeout=180)
         elapsed = time.monotonic() - started
         try_printed_url_and_redrive(reader.lines)
+        open_printed_status_page(reader.lines)
         assert process.stdin is not None
         process.stdin.write("\n")
         process.stdin.flush()

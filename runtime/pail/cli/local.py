@@ -98,6 +98,11 @@ def server(ctx: click.Context, host: str, port: int) -> None:
     default=None,
     help="Keep the server up after the summary until Enter [default: when on a terminal].",
 )
+@click.option(
+    "--open-status",
+    is_flag=True,
+    help="Open the killed job's browser status page at the end (keeps the server up).",
+)
 @global_options
 @click.pass_context
 def demo(
@@ -108,6 +113,7 @@ def demo(
     port: int | None,
     seed: int,
     hold: bool | None,
+    open_status: bool,
 ) -> None:
     """Run the queue end to end on this machine: no AWS account, no internet.
 
@@ -121,7 +127,7 @@ def demo(
     from pail.demo import DemoOptions, run_demo
 
     opts = options(ctx)
-    hold = should_hold(
+    hold = open_status or should_hold(
         hold, interactive=sys.stdin.isatty() and sys.stdout.isatty(), json_mode=opts.json
     )
     run_demo(
@@ -132,6 +138,7 @@ def demo(
             port=port,
             seed=seed,
             hold=hold,
+            open_status=open_status,
         ),
         opts.output(),
     )
