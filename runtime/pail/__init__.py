@@ -24,6 +24,8 @@ from pail.errors import (
     PayloadError,
     StorageError,
 )
+from pail.features.batch import BatchEnqueueError
+from pail.features.dedup import EnqueueResult
 from pail.features.retry import RetryPolicy
 from pail.message import Message
 from pail.protocol.reaper import ReapReport
@@ -40,6 +42,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "AccessDeniedError",
+    "BatchEnqueueError",
     "BucketNotFoundError",
     "Clock",
     "ConditionFailedError",
@@ -48,6 +51,7 @@ __all__ = [
     "DeadLetter",
     "DecodeError",
     "Ending",
+    "EnqueueResult",
     "ErrorInfo",
     "HandlerTimeoutError",
     "JobNotFoundError",
