@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 
 QUEUE = "queue/"
 RUN = "run/"
@@ -31,15 +30,6 @@ ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ)
 DEDUP = "keys/"
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-
-
-class Prefix(StrEnum):
-    """The key prefix of each job state."""
-
-    QUEUE = QUEUE
-    RUN = RUN
-    DONE = DONE
-    DLQ = DLQ
 
 
 def validate_namespace(namespace: str) -> str:
@@ -82,7 +72,7 @@ class Keys:
     def root(self) -> str:
         return f"{self.namespace}/" if self.namespace else ""
 
-    def prefix(self, state: Prefix | str) -> str:
+    def prefix(self, state: str) -> str:
         return f"{self.root}{state}"
 
     def queue(self, job_id: str) -> str:

@@ -49,7 +49,7 @@ from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditiona
 from pail.status import JobStatus, read_status
 from pail.store.base import Store
 from pail.store.s3 import S3Store, is_directory_bucket
-from pail.worker import Handler, Polling, idle_wait, run_message
+from pail.worker import Handler, Polling, run_message
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -380,7 +380,7 @@ class Pail:
                 wait = None
                 continue
             wait = polling.next(wait)
-            idle_wait(self._clock, wait, stop)
+            self._clock.sleep(wait, wake=stop)
         return processed
 
     # -- reading ------------------------------------------------------------

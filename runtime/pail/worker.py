@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pail.clock import Clock
 from pail.errors import PailError
 from pail.message import Message
 
@@ -83,7 +82,3 @@ def run_message(handler: Handler, message: Message, *, job_timeout: float | None
     except PailError as exc:
         log.warning("job %s: result not recorded: %s", message.id, exc)
         return False
-
-
-def idle_wait(clock: Clock, seconds: float, stop: threading.Event | None) -> None:
-    clock.sleep(seconds, wake=stop)

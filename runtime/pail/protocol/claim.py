@@ -85,7 +85,6 @@ class Claimer:
         self._cursor = 0
         self._listed_at = 0.0
         self.lists = 0
-        self.dead_lettered = 0
 
     def claim(self) -> Lease | None:
         """Claim one pending job, or return None if the queue looks empty."""
@@ -260,4 +259,3 @@ class Claimer:
             self._store, self._keys, record, won.etag, error=error, raw=raw, stats=self._stats
         )
         delete_if_unchanged(self._store, pending.key, pending.etag)
-        self.dead_lettered += 1

@@ -18,7 +18,6 @@ from pail.codec import (
     META_ATTEMPT,
     META_OUTCOME,
     OUTCOME_DEAD,
-    OUTCOME_SUCCEEDED,
     DeadLetter,
     Envelope,
     ErrorInfo,
@@ -154,8 +153,3 @@ def dead_letter(
     )
     delete_if_unchanged(store, keys.run(job_id), lease_etag)
     return Ending.DEAD_LETTERED
-
-
-def is_success_marker(outcome: str | None) -> bool:
-    """A ``done/`` object without pail's outcome metadata was written by pailq 0.1.1: a success."""
-    return outcome in (None, OUTCOME_SUCCEEDED)
