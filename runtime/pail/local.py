@@ -81,8 +81,40 @@ def exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
     threading.Thread(target=watch, name="pail-parent-watch", daemon=True).start()
 
 
-def serve(host: str = LOOPBACK, port: int = 9000) -> None:
-    """Run the server in the foreground until interrupted."""
+def create_buckets(endpoint_url: str, buckets: Iterable[str]) -> list[str]:
+    """Create ``buckets`` on the local server at ``endpoint_url``; return those created now.
+
+    A bucket that already exists is left as it is.
+    """
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name=REGION,
+    )
+    created = []
+    for bucket in buckets:
+        try:
+            client.create_bucket(Bucket=bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in (
+                "BucketAlreadyOwnedByYou",
+                "BucketAlreadyExists",
+            ):
+                continue
+            raise StorageError(f"cannot create bucket {bucket!r}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"cannot create bucket {bucket!r}: {exc}") from exc
+        created.append(bucket)
+    return created
+
+
+def serve(host: str = LOOPBACK, port: int = 9000, *, buckets: Iterable[str] = ()) -> None:
+    """Run the server in the foreground until interrupted, creating ``buckets`` once it listens."""
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     class QuietHandler(WSGIRequestHandler):
@@ -90,7 +122,20 @@ def serve(host: str = LOOPBACK, port: int = 9000) -> None:
             pass
 
     server = make_server(host, port, build_app(), threaded=True, request_handler=QuietHandler)
-    print(f"pail local S3 server listening on http://{host}:{server.server_port}", flush=True)
+    endpoint = f"http://{host}:{server.server_port}"
+    print(f"pail local S3 server listening on {endpoint}", flush=True)
+    wanted = list(buckets)
+    if wanted:
+        # From a thread: the requests wait in the listen backlog until
+        # serve_forever below starts answering them.
+        def make() -> None:
+            try:
+                for bucket in create_buckets(endpoint, wanted):
+                    print(f"created bucket s3://{bucket}", flush=True)
+            except StorageError as exc:
+                print(f"error: {exc}", file=sys.stderr, flush=True)
+
+        threading.Thread(target=make, name="pail-create-buckets", daemon=True).start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -216,10 +261,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default=LOOPBACK)
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when it is gone")
+    parser.add_argument("--bucket", action="append", default=[], help="create this bucket")
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         exit_with_parent(args.parent_pid)
-    serve(args.host, args.port)
+    serve(args.host, args.port, buckets=args.bucket)
 
 
 if __name__ == "__main__":

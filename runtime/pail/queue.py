@@ -42,6 +42,11 @@ from pail.features.retry import RetryPolicy
 from pail.ids import new_job_id, ulid_time, validate_job_id
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.message import Message
+from pail.operate import dead_letters as dead_letter_ops
+from pail.operate import purge as purge_ops
+from pail.operate.jobs import JobPage, list_jobs
+from pail.operate.objects import JobKind
+from pail.operate.queues import QueueList, list_queues
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.settle import Policy
@@ -480,6 +485,50 @@ class Pail:
             except DecodeError as exc:
                 log.warning("unreadable dead letter %s: %s", info.key, exc)
         return letters
+
+    def delete_dead_letter(self, job_id: str, *, etag: str | None = None) -> bool:
+        """Delete one dead letter; its dead marker stays, so the job stays ended (failed).
+
+        With ``etag`` (from an inspection), only if it is still that record.
+        False if it changed meanwhile; ``JobNotFoundError`` if there is none.
+        See ``pail.operate.dead_letters``.
+        """
+        return dead_letter_ops.delete_dead_letter(
+            self._store, self._keys, validate_job_id(job_id), etag=etag
+        )
+
+    def jobs(
+        self,
+        state: str = JobKind.PENDING,
+        *,
+        limit: int = 50,
+        after: str | None = None,
+        details: bool = True,
+    ) -> JobPage:
+        """Up to ``limit`` jobs in ``state`` with their age, oldest first; see ``pail.operate.jobs``.
+
+        ``state`` is pending, delayed, running, done, dead or cancelled.
+        ``JobPage.more`` says the listing stopped before the end;
+        pass its ``next_after`` as ``after`` for the next page.
+        """
+        try:
+            kind = JobKind(state)
+        except ValueError:
+            raise ConfigurationError(
+                f"unknown job state {state!r}: use one of {', '.join(JobKind)}"
+            ) from None
+        return list_jobs(self._store, self._keys, kind, limit=limit, after=after, details=details)
+
+    def purge(self, *, limit: int | None = None) -> purge_ops.PurgeReport:
+        """Cancel every pending job (at most ``limit``); running jobs are never touched.
+
+        Each purged job ends ``cancelled``; see ``pail.operate.purge`` for the cost.
+        """
+        return purge_ops.purge(self._store, self._keys, limit=limit, stats=self.write_stats)
+
+    def queues(self) -> QueueList:
+        """The queues (namespaces) in this bucket; ``""`` is the default queue."""
+        return list_queues(self._store)
 
     def redrive(self, job_id: str | None = None, *, all: bool = False) -> list[str]:
         """Send dead-lettered jobs back to the queue with fresh attempts; return their ids.

@@ -6,6 +6,7 @@ click group, for ``click.testing.CliRunner`` and for embedding.
 
 from __future__ import annotations
 
+from pail.cli.admin import jobs, purge, queues
 from pail.cli.app import cli
 from pail.cli.dlq import dlq
 from pail.cli.features import cancel
@@ -21,6 +22,9 @@ for command in (
     url,
     cancel,
     stats,
+    jobs,
+    queues,
+    purge,
     dlq,
     reap,
     work,

@@ -163,3 +163,39 @@ def redrive(ctx: click.Context, args: tuple[str, ...], everything: bool) -> None
             out.note(f"job {job_id} was already pending again; nothing to do")
 
     out.result({"redriven": ids}, human)
+
+
+@dlq.command()
+@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@global_options
+@click.pass_context
+def delete(ctx: click.Context, args: tuple[str, ...], yes: bool) -> None:
+    """Delete one dead-lettered job's record; the job stays ended (failed).
+
+    The record is deleted only if it is still the one just read (a
+    conditional delete). The job's dead marker under done/ stays, so its
+    status stays `failed` and nothing runs it again. Exits 3 if ID is not in
+    the dead-letter queue.
+    """
+    from pail.cli.admin import confirm
+    from pail.operate.dead_letters import read_letter as read_record
+
+    bucket, (given,) = split_bucket(args, ["ID"])
+    job_id = checked_id(given)
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    out = opts.output()
+    # What is about to go (readable or not), and its ETag for the conditional delete.
+    record = read_record(pail.store, pail.keys, job_id)
+    if record is None:
+        raise CommandError(
+            f"no dead-lettered job {job_id} in s3://{pail.bucket}/{pail.keys.root}",
+            ExitCode.NOT_FOUND,
+        )
+    detail = record.detail
+    error = detail.unreadable or (str(detail.error) if detail.error else "no error recorded")
+    confirm(f"delete dead letter {job_id} ({compact(error, 60)})?", yes)
+    if not pail.delete_dead_letter(job_id, etag=record.etag):
+        raise CommandError(f"dead letter {job_id} changed meanwhile; look again (pail dlq show)")
+    out.result({"deleted": job_id}, lambda: out.line(f"deleted dead letter {job_id}"))

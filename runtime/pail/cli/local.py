@@ -51,26 +51,40 @@ def _check_free(host: str, port: int) -> None:
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=9000, show_default=True, help="Port."
 )
+@click.option(
+    "--bucket",
+    "buckets",
+    multiple=True,
+    metavar="NAME",
+    help="Create this bucket once the server listens (repeat for more).",
+)
 @global_options
 @click.pass_context
-def server(ctx: click.Context, host: str, port: int) -> None:
+def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -> None:
     """Run the embedded local S3 server in the foreground (Ctrl-C stops it).
 
     It is moto's S3 with every write serialised, so conditional writes are
     atomic as on S3. Nothing is persisted: buckets vanish when it stops.
-    Create a bucket with `aws --endpoint-url ... s3 mb s3://jobs`, or from
-    Python with boto3.
+    `--bucket jobs` creates a bucket as it starts, so nothing else is needed:
+
+    \b
+      pail server --bucket jobs
     """
     from pail.local import serve
+    from pail.queue import validate_bucket_name
 
+    for bucket in buckets:
+        validate_bucket_name(bucket)
     out = options(ctx).output()
     _check_free(host, port)
     endpoint = f"http://{host}:{port}"
     out.note("point pail and the AWS SDK at it with:")
     for line in local_env_lines(endpoint):
         out.note(f"  {line}")
+    if len(buckets) == 1:
+        out.note(f"  export PAIL_BUCKET={buckets[0]}")
     try:
-        serve(host, port)
+        serve(host, port, buckets=buckets)
     except OSError as exc:
         raise CommandError(f"cannot listen on {host}:{port}: {exc}") from exc
     except ImportError as exc:

@@ -28,7 +28,7 @@ from pail.features import delay
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.store.base import Store
+from pail.store.base import Store, StoredObject
 
 ROUNDS = 4
 """Looks at the job before giving up: each lost race means the job moved on, so this is plenty."""
@@ -43,27 +43,10 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
     for _ in range(ROUNDS):
         pending = store.get(keys.queue(job_id))
         if pending is not None:
-            etag = pending.etag
-            try:
-                envelope = Envelope.decode(pending.body)
-            except DecodeError:
-                envelope = None  # garbage: nothing can run it, just end it
-            if envelope is not None and not envelope.cancelled:
-                marked = replace(envelope, cancelled=True, write=new_token())
-                won = put_conditional(
-                    store,
-                    pending.key,
-                    marked.encode(),
-                    marked.write,
-                    if_match=etag,
-                    stats=stats,
-                    reason="cancel",
-                )
-                if won is None:
-                    continue  # claimed or replaced since we read it: look again
-                etag = won.etag
-            redriven = envelope is not None and envelope.redriven > 0 and envelope.attempts == 0
-            return finish_pending(store, keys, job_id, etag, redriven=redriven, stats=stats)
+            cancelled = cancel_entry(store, keys, job_id, pending, stats=stats)
+            if cancelled is None:
+                continue  # claimed or replaced since we read it: look again
+            return cancelled
         running = store.head(keys.run(job_id))
         if running is None:
             ended = _outcome(store, keys, job_id)
@@ -71,7 +54,7 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
                 return ended == OUTCOME_CANCELLED
             waiting = delay.find(store, keys, job_id)
             if waiting is not None:
-                return _cancel_delayed(store, keys, job_id, waiting.key, waiting.etag, stats)
+                return cancel_delayed(store, keys, job_id, waiting.key, waiting.etag, stats)
             continue  # between two states (a retry being written): look again
         outcome = _mark_terminal(store, keys, job_id, stats)
         if outcome != OUTCOME_CANCELLED:
@@ -81,6 +64,45 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
     if _outcome(store, keys, job_id) == OUTCOME_CANCELLED:
         return True
     raise JobNotFoundError(f"no job {job_id!r} to cancel")
+
+
+def cancel_entry(
+    store: Store,
+    keys: Keys,
+    job_id: str,
+    pending: StoredObject,
+    *,
+    stats: WriteStats | None = None,
+) -> bool | None:
+    """Cancel the job of the pending entry ``pending`` (as read): steps 2-4 of "Cancel".
+
+    True if the job is cancelled, False if it had already ended otherwise,
+    None if the entry changed or went since it was read (claimed, retried,
+    replaced): then nothing was written, and the caller decides whether to
+    look again. ``pail.operate.purge`` calls it so that a purge never
+    follows a job into ``run/``.
+    """
+    etag = pending.etag
+    try:
+        envelope = Envelope.decode(pending.body)
+    except DecodeError:
+        envelope = None  # garbage: nothing can run it, just end it
+    if envelope is not None and not envelope.cancelled:
+        marked = replace(envelope, cancelled=True, write=new_token())
+        won = put_conditional(
+            store,
+            pending.key,
+            marked.encode(),
+            marked.write,
+            if_match=etag,
+            stats=stats,
+            reason="cancel",
+        )
+        if won is None:
+            return None
+        etag = won.etag
+    redriven = envelope is not None and envelope.redriven > 0 and envelope.attempts == 0
+    return finish_pending(store, keys, job_id, etag, redriven=redriven, stats=stats)
 
 
 def finish_pending(
@@ -114,8 +136,8 @@ def finish_pending(
     return outcome == OUTCOME_CANCELLED
 
 
-def _cancel_delayed(
-    store: Store, keys: Keys, job_id: str, key: str, etag: str, stats: WriteStats | None
+def cancel_delayed(
+    store: Store, keys: Keys, job_id: str, key: str, etag: str, stats: WriteStats | None = None
 ) -> bool:
     """A delayed job: the marker, then its entry. Promoted meanwhile, its claim sees the marker."""
     outcome = _mark_terminal(store, keys, job_id, stats)

@@ -122,3 +122,34 @@ class Store(Protocol):
     def presign_get(self, key: str, expires_in: int) -> str:
         """A URL that lets anyone GET ``key`` for ``expires_in`` seconds."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixPage:
+    """One page of a delimited listing: the "folders" directly under a prefix, and its loose keys."""
+
+    prefixes: tuple[str, ...]
+    keys: tuple[ObjectInfo, ...]
+    next_token: str | None
+    server_time: datetime
+
+
+@runtime_checkable
+class PrefixLister(Protocol):
+    """A store that can list the common prefixes under a prefix (S3's ``Delimiter``).
+
+    Not part of ``Store``: the protocol never needs it. Operator tools
+    (``pail.operate``) use it to find the queues in a bucket with one request
+    per thousand folders instead of reading every key.
+    """
+
+    def list_prefixes(
+        self,
+        prefix: str,
+        *,
+        delimiter: str = "/",
+        max_keys: int = 1000,
+        continuation: str | None = None,
+    ) -> PrefixPage:
+        """One page of the prefixes (ending in ``delimiter``) and keys directly under ``prefix``."""
+        ...

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pail.errors import ConditionFailedError
-from pail.store.base import ListPage, ObjectInfo, StoredObject, WriteResult
+from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
 
 
 def _utcnow() -> datetime:
@@ -138,6 +138,37 @@ class MemoryStore:
             self._random.shuffle(shuffled)
             items = tuple(shuffled)
         return ListPage(items, next_token, now)
+
+    def list_prefixes(
+        self,
+        prefix: str,
+        *,
+        delimiter: str = "/",
+        max_keys: int = 1000,
+        continuation: str | None = None,
+    ) -> PrefixPage:
+        """As S3's ``ListObjectsV2`` with ``Delimiter``: each folder counts once toward ``max_keys``."""
+        with self._lock:
+            entries: dict[str, ObjectInfo | None] = {}
+            for key in sorted(self._objects):
+                if not key.startswith(prefix):
+                    continue
+                cut = key.find(delimiter, len(prefix))
+                if cut >= 0:
+                    entries.setdefault(key[: cut + len(delimiter)], None)
+                else:
+                    entry = self._objects[key]
+                    entries[key] = ObjectInfo(key, entry.etag, entry.last_modified, len(entry.body))
+            now = self._now()
+        names = [name for name in entries if continuation is None or name > continuation]
+        page = names[:max_keys]
+        next_token = page[-1] if len(names) > max_keys else None
+        return PrefixPage(
+            tuple(name for name in page if entries[name] is None),
+            tuple(info for name in page if (info := entries[name]) is not None),
+            next_token,
+            now,
+        )
 
     def presign_get(self, key: str, expires_in: int) -> str:
         return f"memory://{self._bucket}/{key}?expires_in={expires_in}"

@@ -30,7 +30,7 @@ from pail.errors import (
     ConflictError,
     StorageError,
 )
-from pail.store.base import ListPage, ObjectInfo, StoredObject, WriteResult
+from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -233,6 +233,41 @@ class S3Store:
         )
         token = response.get("NextContinuationToken") if response.get("IsTruncated") else None
         return ListPage(items, token, _server_time(response))
+
+    def list_prefixes(
+        self,
+        prefix: str,
+        *,
+        delimiter: str = "/",
+        max_keys: int = 1000,
+        continuation: str | None = None,
+    ) -> PrefixPage:
+        params: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Prefix": prefix,
+            "Delimiter": delimiter,
+            "MaxKeys": max_keys,
+        }
+        if continuation:
+            params["ContinuationToken"] = continuation
+        with self._translated():
+            response = self._client.list_objects_v2(**params)
+        keys = tuple(
+            ObjectInfo(
+                key=item["Key"],
+                etag=item["ETag"],
+                last_modified=item["LastModified"],
+                size=item["Size"],
+            )
+            for item in response.get("Contents", [])
+        )
+        prefixes = tuple(
+            str(entry["Prefix"])
+            for entry in response.get("CommonPrefixes", [])
+            if "Prefix" in entry
+        )
+        token = response.get("NextContinuationToken") if response.get("IsTruncated") else None
+        return PrefixPage(prefixes, keys, token, _server_time(response))
 
     def presign_get(self, key: str, expires_in: int) -> str:
         with self._translated(key):

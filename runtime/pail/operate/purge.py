@@ -1,0 +1,103 @@
+"""Purge a queue: cancel every pending job, and never touch a running one.
+
+Each pending entry goes through the cancel transition
+(``pail.features.cancel.cancel_entry``, ``docs/protocol.md`` "Cancel"), so a
+purged job ends in a terminal state, ``cancelled``, like any cancelled job:
+"every enqueued job ends in a terminal state" keeps holding, and ``status``
+and ``result`` say what happened to it. The transition starts from the entry
+as read, under ``If-Match``: a job claimed after the listing (its entry
+deleted or about to be) is skipped, never followed into ``run/``.
+
+Per job: GET the entry, PUT it back marked cancelled (``If-Match``), PUT the
+``cancelled`` marker (create-only), DELETE the entry (``If-Match``): 4
+requests; a delayed entry costs 3 (GET, marker, DELETE). Plus one LIST per
+1,000 entries. A crash part-way leaves every job either untouched (still
+pending: purge again), or cancelled, or marked cancelled in its entry (the
+claim that reads it finishes the cancellation and never runs it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pail.features import cancel
+from pail.keys import QUEUE, Keys
+from pail.operate.objects import due_of, job_id_of
+from pail.protocol.writes import WriteStats
+from pail.store.base import Store
+
+PAGE_SIZE = 1000
+
+
+@dataclass
+class PurgeReport:
+    """What a purge did. ``complete`` is False when it stopped at ``limit``."""
+
+    cancelled: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Jobs that left the queue meanwhile (claimed, or ended): not touched."""
+    foreign: list[str] = field(default_factory=list)
+    """Keys under ``queue/`` that are not jobs (folder markers...): left alone."""
+    complete: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cancelled": self.cancelled,
+            "skipped": self.skipped,
+            "foreign": self.foreign,
+            "complete": self.complete,
+        }
+
+
+def purge(
+    store: Store, keys: Keys, *, limit: int | None = None, stats: WriteStats | None = None
+) -> PurgeReport:
+    """Cancel every pending (and delayed) job of the queue, at most ``limit``.
+
+    >>> from pail import Pail, MemoryStore
+    >>> queue = Pail(MemoryStore("jobs"))
+    >>> job_id = queue.enqueue({"n": 1})
+    >>> purge(queue.store, queue.keys).cancelled == [job_id], queue.status(job_id).state.value
+    (True, 'cancelled')
+    """
+    report = PurgeReport()
+    prefix = keys.prefix(QUEUE)
+    after: str | None = None
+    token: str | None = None
+    while True:
+        # start_after, not a continuation token: each cancellation deletes an
+        # entry, and the next page starts after the last key we looked at.
+        if store.ordered_listing:
+            page = store.list(prefix, max_keys=PAGE_SIZE, start_after=after)
+        else:  # directory buckets take continuation tokens only
+            page = store.list(prefix, max_keys=PAGE_SIZE, continuation=token)
+        for info in page.items:
+            after = info.key
+            if limit is not None and len(report.cancelled) >= limit:
+                report.complete = False
+                return report
+            job_id = job_id_of(keys, info.key)
+            if job_id is None:
+                report.foreign.append(info.key)
+                continue
+            if _purge_one(store, keys, job_id, info.key, info.etag, stats):
+                report.cancelled.append(job_id)
+            else:
+                report.skipped.append(job_id)
+        token = page.next_token
+        if token is None:
+            return report
+
+
+def _purge_one(
+    store: Store, keys: Keys, job_id: str, key: str, etag: str, stats: WriteStats | None
+) -> bool:
+    if due_of(keys, key) is not None:
+        # A delayed entry: nothing claims it before it is promoted, and a
+        # promotion's claim finds the marker (claim step 4) and drops it.
+        return cancel.cancel_delayed(store, keys, job_id, key, etag, stats)
+    entry = store.get(key)
+    if entry is None:
+        return False  # claimed (or cancelled) since the listing
+    return bool(cancel.cancel_entry(store, keys, job_id, entry, stats=stats))
