@@ -6,7 +6,7 @@ click group, for ``click.testing.CliRunner`` and for embedding.
 
 from __future__ import annotations
 
-from pail.cli.admin import jobs, purge, queues
+from pail.cli.admin import list_jobs, purge, queues
 from pail.cli.app import cli
 from pail.cli.dlq import dlq
 from pail.cli.features import cancel
@@ -22,7 +22,7 @@ for command in (
     url,
     cancel,
     stats,
-    jobs,
+    list_jobs,
     queues,
     purge,
     dlq,

@@ -62,7 +62,7 @@ def render_jobs(out: Output, page: JobPage, where: str) -> None:
         out.note(f"more jobs than shown (a lower bound); next page:{hint} or a larger --limit")
 
 
-@click.command()
+@click.command("jobs")
 @bucket_argument
 @click.option(
     "--state",
@@ -82,7 +82,7 @@ def render_jobs(out: Output, page: JobPage, where: str) -> None:
 )
 @global_options
 @click.pass_context
-def jobs(
+def list_jobs(
     ctx: click.Context,
     bucket: str | None,
     state: str,

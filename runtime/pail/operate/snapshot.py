@@ -139,6 +139,7 @@ def take_snapshot(
     *,
     max_pages: int = DEFAULT_MAX_PAGES,
     head_budget: int = DEFAULT_HEAD_BUDGET,
+    page_size: int = PAGE_SIZE,
 ) -> Snapshot:
     """List the queue's prefixes (bounded) and count what they hold.
 
@@ -149,7 +150,10 @@ def take_snapshot(
     >>> str(snap.census.pending), str(snap.census.done)
     ('1', '0')
     """
-    scans = {p: scan(store, keys.prefix(p), max_pages=max_pages) for p in (QUEUE, RUN, DONE, DLQ)}
+    scans = {
+        p: scan(store, keys.prefix(p), max_pages=max_pages, page_size=page_size)
+        for p in (QUEUE, RUN, DONE, DLQ)
+    }
     budget = Budget(head_budget)
     census, finishes = _count(keys, scans, reader, budget)
     snapshot = Snapshot(keys, scans[QUEUE], scans[RUN], scans[DONE], scans[DLQ], census)
