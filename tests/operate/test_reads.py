@@ -114,7 +114,7 @@ def test_given_a_cached_reader_when_refreshing_an_idle_queue_then_only_lists_are
     s3_server: LocalS3, bucket: str
 ) -> None:
     counter = RequestCounter()
-    counted = Pail.connect(bucket, **s3_server.connect_kwargs())
+    counted = Pail.connect(bucket, **s3_server.connect_kwargs())  # type: ignore[arg-type]
     counter.attach(counted.store.client)  # type: ignore[attr-defined]
     populate(counted)
     reader = Reader(counted.store)

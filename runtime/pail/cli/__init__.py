@@ -9,6 +9,7 @@ from __future__ import annotations
 from pail.cli.admin import list_jobs, purge, queues
 from pail.cli.app import cli
 from pail.cli.dlq import dlq
+from pail.cli.doctor import doctor
 from pail.cli.features import cancel
 from pail.cli.jobs import enqueue, result, status, url
 from pail.cli.local import demo, server
@@ -29,6 +30,7 @@ for command in (
     reap,
     work,
     work_once,
+    doctor,
     server,
     demo,
 ):
