@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pail.cli.admin import list_jobs, purge, queues
 from pail.cli.app import cli
+from pail.cli.dashboard import dashboard
 from pail.cli.dlq import dlq
 from pail.cli.doctor import doctor
 from pail.cli.features import cancel
@@ -27,6 +28,7 @@ for command in (
     queues,
     purge,
     dlq,
+    dashboard,
     reap,
     work,
     work_once,

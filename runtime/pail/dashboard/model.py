@@ -1,0 +1,171 @@
+"""What the dashboard shows, read through the operator API at a bounded, cached cost.
+
+Every read goes through ``pail.operate`` over a ``MeteredStore``. A queue's
+snapshot (4 LISTs) is kept for ``interval`` seconds and the list of queues
+for ``QUEUES_TTL`` seconds, whatever the number of open tabs or refreshes:
+that bounds the requests per minute the dashboard can cost (measured and
+shown on every page). Job bodies, outcomes and dead letters are cached by
+ETag (``Reader``): on an idle queue a refresh costs LISTs only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pail.dashboard.meter import MeteredStore, RequestMeter
+from pail.keys import RUN
+from pail.operate.dead_letters import Letter, read_letter
+from pail.operate.failures import Failure, recent_failures
+from pail.operate.jobs import JobPage, JobRow, list_jobs, row_for, rows_from_scan
+from pail.operate.objects import JobKind, Reader
+from pail.operate.queues import QueueList, list_queues
+from pail.operate.snapshot import Snapshot, take_snapshot
+from pail.queue import Pail
+from pail.status import JobStatus
+from pail.store.base import Store
+
+DEFAULT_INTERVAL = 10.0
+QUEUES_TTL = 60.0
+RUNNING_SHOWN = 20
+FAILURES_SHOWN = 10
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """Everything the queue page shows, from one snapshot."""
+
+    namespace: str
+    snapshot: Snapshot
+    running: tuple[JobRow, ...]
+    running_more: bool
+    failures: tuple[Failure, ...]
+
+
+class Dashboard:
+    """The dashboard's read model and actions for one bucket.
+
+    >>> from pail import MemoryStore
+    >>> board = Dashboard(MemoryStore("jobs"))
+    >>> board.queues().queues
+    ()
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        max_pages: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.meter = RequestMeter(clock=clock)
+        self.store = MeteredStore(store, self.meter)
+        self.reader = Reader(self.store)
+        self.interval = interval
+        self.max_pages = max_pages
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._queues: tuple[float, QueueList] | None = None
+        self._snapshots: dict[str, tuple[float, Snapshot]] = {}
+
+    @property
+    def bucket(self) -> str:
+        return self.store.bucket
+
+    def pail(self, namespace: str) -> Pail:
+        """A ``Pail`` on one queue of the bucket, reading through the meter."""
+        return Pail(self.store, queue=namespace)
+
+    def _fresh(self, taken: float, ttl: float) -> bool:
+        return self._clock() - taken < ttl
+
+    def queues(self) -> QueueList:
+        """The bucket's queues, listed again at most every ``QUEUES_TTL`` seconds."""
+        with self._lock:
+            if self._queues is not None and self._fresh(self._queues[0], QUEUES_TTL):
+                return self._queues[1]
+        found = list_queues(self.store)
+        with self._lock:
+            self._queues = (self._clock(), found)
+        return found
+
+    def snapshot(self, namespace: str) -> Snapshot:
+        """The queue's snapshot, taken again at most every ``interval`` seconds."""
+        with self._lock:
+            cached = self._snapshots.get(namespace)
+            if cached is not None and self._fresh(cached[0], self.interval):
+                return cached[1]
+        pail = self.pail(namespace)
+        snap = take_snapshot(self.store, pail.keys, self.reader, max_pages=self.max_pages)
+        with self._lock:
+            self._snapshots[namespace] = (self._clock(), snap)
+        return snap
+
+    def forget(self, namespace: str | None = None) -> None:
+        """Drop cached snapshots (after an action), so the next page shows its effect."""
+        with self._lock:
+            if namespace is None:
+                self._snapshots.clear()
+                self._queues = None
+            else:
+                self._snapshots.pop(namespace, None)
+
+    def queue_view(self, namespace: str) -> QueueView:
+        snap = self.snapshot(namespace)
+        keys = snap.keys
+        running, more = rows_from_scan(
+            keys, snap.run, JobKind.RUNNING, self.reader, limit=RUNNING_SHOWN
+        )
+        failures = recent_failures(snap, self.reader, limit=FAILURES_SHOWN)
+        return QueueView(namespace, snap, tuple(running), more, tuple(failures))
+
+    def jobs(self, namespace: str, kind: JobKind, *, after: str | None, limit: int = 50) -> JobPage:
+        pail = self.pail(namespace)
+        return list_jobs(
+            self.store, pail.keys, kind, self.reader, limit=limit, after=after, max_pages=1
+        )
+
+    def letter(self, namespace: str, job_id: str) -> Letter | None:
+        return read_letter(self.store, self.pail(namespace).keys, job_id)
+
+    def status(self, namespace: str, job_id: str) -> JobStatus | None:
+        return self.pail(namespace).status(job_id)
+
+    def lease(self, namespace: str, job_id: str) -> JobRow | None:
+        """The running job's lease row (holder, last renewal), if it has one.
+
+        A one-key LIST rather than a HEAD: its ``Date`` dates the last renewal
+        by the server's clock, as everything else here is.
+        """
+        keys = self.pail(namespace).keys
+        page = self.store.list(keys.run(job_id), max_keys=1)
+        info = next((item for item in page.items if item.key == keys.run(job_id)), None)
+        if info is None:
+            return None
+        detail = self.reader.detail(keys, info, RUN)
+        return row_for(keys, info, JobKind.RUNNING, page.server_time, detail)
+
+    # -- actions ----------------------------------------------------------------
+
+    def redrive(self, namespace: str, job_id: str) -> bool:
+        done = self.pail(namespace).redrive(job_id)
+        self.forget(namespace)
+        return bool(done)
+
+    def redrive_all(self, namespace: str) -> list[str]:
+        done = self.pail(namespace).redrive(all=True)
+        self.forget(namespace)
+        return done
+
+    def delete_letter(self, namespace: str, job_id: str, etag: str) -> bool:
+        deleted = self.pail(namespace).delete_dead_letter(job_id, etag=etag)
+        self.forget(namespace)
+        return deleted
+
+    def requests_last_minute(self) -> dict[str, Any]:
+        counts = dict(self.meter.last_minute())
+        return {"total": sum(counts.values()), "by_operation": counts}

@@ -1,0 +1,457 @@
+"""The dashboard's HTTP server: 127.0.0.1 only, one operator, no GET side effects.
+
+* **Access.** The server prints a URL with a random access token. Opening it
+  sets a session cookie (``HttpOnly``, ``SameSite=Strict``) and redirects to
+  the same page without the token; every other request needs that session.
+  Other users of the machine can reach 127.0.0.1 too, so no page is served
+  without it.
+* **CSRF.** Every action is a ``POST`` whose form carries a token derived
+  from the session (HMAC of the session id with a secret of this process);
+  a ``POST`` without it, or from another ``Origin``, is refused (403).
+* **DNS rebinding.** A request whose ``Host`` is not this server's
+  (``127.0.0.1:port`` or ``localhost:port``) is refused.
+* Every page has a strict Content-Security-Policy (scripts and styles from
+  this server only) and ``no-store``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+import threading
+from html import escape
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+
+from pail.dashboard import views
+from pail.dashboard.model import Dashboard
+from pail.errors import ConfigurationError, JobNotFoundError, PailError
+from pail.ids import validate_job_id
+from pail.keys import validate_namespace
+from pail.operate.objects import JobKind
+from pail.operate.queues import queue_label
+from pail.status_page import page_html, status_page_url
+
+log = logging.getLogger("pail.dashboard")
+
+LOOPBACK = "127.0.0.1"
+COOKIE = "pail_dashboard"
+MAX_FORM_BYTES = 64 * 1024
+STATIC = {
+    "dashboard.css": "text/css; charset=utf-8",
+    "dashboard.js": "text/javascript; charset=utf-8",
+}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class _NotFoundError(Exception):
+    pass
+
+
+class _ForbiddenError(Exception):
+    pass
+
+
+def _static(name: str) -> bytes:
+    return resources.files("pail.dashboard").joinpath("static", name).read_bytes()
+
+
+def _namespace(slug: str) -> str:
+    if slug == views.DEFAULT_QUEUE_SLUG:
+        return ""
+    try:
+        validate_namespace(slug)
+    except ValueError as exc:
+        raise _NotFoundError(str(exc)) from None
+    return slug
+
+
+def _job_id(text: str) -> str:
+    try:
+        return validate_job_id(unquote(text))
+    except ConfigurationError as exc:
+        raise _NotFoundError(str(exc)) from None
+
+
+class _Session:
+    """The server's secret, its access token, and the sessions it opened."""
+
+    def __init__(self) -> None:
+        self.secret = secrets.token_bytes(32)
+        self.access_token = secrets.token_urlsafe(24)
+        self._sessions: set[str] = set()
+        self._lock = threading.Lock()
+
+    def open(self) -> str:
+        session = secrets.token_urlsafe(24)
+        with self._lock:
+            self._sessions.add(session)
+        return session
+
+    def valid(self, session: str | None) -> bool:
+        with self._lock:
+            return session is not None and session in self._sessions
+
+    def csrf(self, session: str) -> str:
+        return hmac.new(self.secret, session.encode(), hashlib.sha256).hexdigest()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Frame-Options", "DENY")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _html(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
+        self._send(
+            status,
+            text.encode(),
+            "text/html; charset=utf-8",
+            {"Content-Security-Policy": CSP, **(headers or {})},
+        )
+
+    def _redirect(self, location: str, headers: dict[str, str] | None = None) -> None:
+        self._send(303, b"", "text/plain", {"Location": location, **(headers or {})})
+
+    def _session_id(self) -> str | None:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(self.headers.get("Cookie", ""))
+        except Exception:  # noqa: BLE001 - a malformed Cookie header is no session
+            return None
+        morsel = cookie.get(COOKIE)
+        return morsel.value if morsel is not None else None
+
+    def _host_ok(self) -> bool:
+        port = self.server.server_address[1]
+        return self.headers.get("Host", "") in (f"{LOOPBACK}:{port}", f"localhost:{port}")
+
+    def _frame(self, session: str) -> views.Frame:
+        board = self.server.board
+        return views.Frame(
+            board.bucket,
+            board.interval,
+            board.requests_last_minute(),
+            self.server.sessions.csrf(session),
+            board.max_pages,
+        )
+
+    # -- entry points -------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_HEAD(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def _dispatch(self, method: str) -> None:
+        if not self._host_ok():
+            self._html(
+                403, views.error_page(None, 403, "This dashboard answers on 127.0.0.1 only.")
+            )
+            return
+        parts = urlsplit(self.path)
+        path, query = parts.path, parse_qs(parts.query)
+        if path == "/favicon.ico":
+            self._send(204, b"", "image/x-icon")
+            return
+        if method == "GET" and path.startswith("/static/"):
+            name = path.removeprefix("/static/")
+            if name not in STATIC:
+                self._html(404, views.error_page(None, 404, "No such file."))
+                return
+            self._send(200, _static(name), STATIC[name])
+            return
+        sessions = self.server.sessions
+        session = self._session_id()
+        token = query.get("token", [""])[0]
+        if method == "GET" and token and hmac.compare_digest(token, sessions.access_token):
+            opened = sessions.open()
+            cookie = f"{COOKIE}={opened}; HttpOnly; SameSite=Strict; Path=/"
+            rest = {k: v for k, v in query.items() if k != "token"}
+            self._redirect(
+                path + (f"?{urlencode(rest, doseq=True)}" if rest else ""), {"Set-Cookie": cookie}
+            )
+            return
+        if not sessions.valid(session):
+            self._html(
+                403,
+                views.error_page(
+                    None,
+                    403,
+                    "Open the link that `pail dashboard` printed: it carries this session's access token.",
+                ),
+            )
+            return
+        assert session is not None
+        try:
+            if method == "POST":
+                self._post(path, session)
+            else:
+                self._get(path, query, session)
+        except _NotFoundError as exc:
+            self._html(404, views.error_page(self._frame(session), 404, str(exc) or "Not found."))
+        except _ForbiddenError as exc:
+            self._html(403, views.error_page(self._frame(session), 403, str(exc)))
+        except PailError as exc:
+            # The bucket said no (denied, missing, unreachable): a page that says so.
+            self._html(
+                502, views.error_page(self._frame(session), 502, f"The bucket answered: {exc}")
+            )
+        except Exception as exc:
+            log.exception("dashboard page %s failed", path)
+            self._html(
+                500, views.error_page(self._frame(session), 500, f"{type(exc).__name__}: {exc}")
+            )
+
+    # -- pages --------------------------------------------------------------------
+
+    def _get(self, path: str, query: dict[str, list[str]], session: str) -> None:
+        board = self.server.board
+
+        def one(name: str) -> str | None:
+            values = query.get(name)
+            return values[0] if values else None
+
+        if path == "/":
+            found = board.queues()
+            rows = [(ns, board.snapshot(ns).census) for ns in found.queues]
+            self._html(200, views.overview(self._frame(session), rows, found.foreign, found.exact))
+            return
+        if path == "/status-page":
+            self._send(200, page_html(), "text/html; charset=utf-8")
+            return
+        match = re.fullmatch(r"/q/([^/]+)(/.*)?", path)
+        if match is None:
+            raise _NotFoundError("No such page.")
+        namespace, rest = _namespace(match.group(1)), match.group(2) or ""
+        if rest == "":
+            view = board.queue_view(namespace)
+            self._html(200, views.queue_page(self._frame(session), view))
+        elif rest == "/jobs":
+            try:
+                kind = JobKind(one("state") or JobKind.PENDING.value)
+            except ValueError:
+                raise _NotFoundError("No such state.") from None
+            page = board.jobs(namespace, kind, after=one("after"))
+            self._html(
+                200,
+                views.jobs_page(self._frame(session), namespace, page, dlq=kind is JobKind.DEAD),
+            )
+        elif rest == "/dlq":
+            page = board.jobs(namespace, JobKind.DEAD, after=one("after"))
+            notice = views.notice_text(one("notice"), one("id"), one("n"))
+            html = views.jobs_page(self._frame(session), namespace, page, dlq=True)
+            if notice:
+                html = html.replace(
+                    "</h1>\n",
+                    f'</h1>\n<div class="notice" role="status" id="notice">{escape(notice)}</div>\n',
+                    1,
+                )
+            self._html(200, html)
+        elif rest == "/redrive-all":
+            self._html(
+                200,
+                views.confirm_page(
+                    self._frame(session),
+                    namespace,
+                    title="Redrive every dead letter",
+                    question=f"Send every dead-lettered job of {queue_label(namespace)} back to the queue with fresh retries?",
+                    action=f"{views.queue_path(namespace)}/redrive-all",
+                    button="Redrive all",
+                    fields={},
+                    back=f"{views.queue_path(namespace)}/dlq",
+                ),
+            )
+        elif (m := re.fullmatch(r"/dlq/([^/]+)", rest)) is not None:
+            job_id = _job_id(m.group(1))
+            letter = board.letter(namespace, job_id)
+            if letter is None:
+                raise _NotFoundError(f"No dead letter {job_id} in this queue.")
+            self._html(200, views.letter_page(self._frame(session), namespace, letter))
+        elif (m := re.fullmatch(r"/dlq/([^/]+)/delete", rest)) is not None:
+            job_id = _job_id(m.group(1))
+            letter = board.letter(namespace, job_id)
+            if letter is None:
+                raise _NotFoundError(f"No dead letter {job_id} in this queue.")
+            self._html(
+                200,
+                views.confirm_page(
+                    self._frame(session),
+                    namespace,
+                    title=f"Delete dead letter {job_id}",
+                    question=f"Delete the dead letter of job {job_id}? Its payload and error are lost; the job stays failed.",
+                    action=f"{views.letter_path(namespace, job_id)}/delete",
+                    button="Delete dead letter",
+                    fields={"etag": letter.etag},
+                    back=views.letter_path(namespace, job_id),
+                ),
+            )
+        elif (m := re.fullmatch(r"/job/([^/]+)", rest)) is not None:
+            job_id = _job_id(m.group(1))
+            status = board.status(namespace, job_id)
+            lease = (
+                board.lease(namespace, job_id)
+                if status is not None and status.state.value == "running"
+                else None
+            )
+            urls = board.pail(namespace).status_urls(job_id, 3600)
+            link = status_page_url("/status-page", job_id, urls)
+            self._html(
+                200, views.job_page(self._frame(session), namespace, job_id, status, lease, link)
+            )
+        else:
+            raise _NotFoundError("No such page.")
+
+    # -- actions ------------------------------------------------------------------
+
+    def _form(self) -> dict[str, str]:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_FORM_BYTES:
+            raise _ForbiddenError("The form is too large.")
+        data = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
+        return {k: v[0] for k, v in parse_qs(data).items()}
+
+    def _post(self, path: str, session: str) -> None:
+        form = self._form()
+        origin = self.headers.get("Origin")
+        port = self.server.server_address[1]
+        if origin is not None and origin not in (
+            f"http://{LOOPBACK}:{port}",
+            f"http://localhost:{port}",
+        ):
+            raise _ForbiddenError("A request from another site was refused.")
+        expected = self.server.sessions.csrf(session)
+        if not hmac.compare_digest(form.get("csrf", ""), expected):
+            raise _ForbiddenError(
+                "The form's session token is missing or stale: reload the page and try again."
+            )
+        board = self.server.board
+        match = re.fullmatch(r"/q/([^/]+)(/.*)", path)
+        if match is None:
+            raise _NotFoundError("No such action.")
+        namespace, rest = _namespace(match.group(1)), match.group(2)
+        back = f"{views.queue_path(namespace)}/dlq"
+        if rest == "/redrive-all":
+            done = board.redrive_all(namespace)
+            self._redirect(f"{back}?{urlencode({'notice': 'redriven-all', 'n': len(done)})}")
+        elif (m := re.fullmatch(r"/dlq/([^/]+)/redrive", rest)) is not None:
+            job_id = _job_id(m.group(1))
+            try:
+                notice = "redriven" if board.redrive(namespace, job_id) else "not-redriven"
+            except JobNotFoundError:
+                notice = "gone"
+            self._redirect(f"{back}?{urlencode({'notice': notice, 'id': job_id})}")
+        elif (m := re.fullmatch(r"/dlq/([^/]+)/delete", rest)) is not None:
+            job_id = _job_id(m.group(1))
+            try:
+                notice = (
+                    "deleted"
+                    if board.delete_letter(namespace, job_id, form.get("etag", ""))
+                    else "changed"
+                )
+            except JobNotFoundError:
+                notice = "gone"
+            self._redirect(f"{back}?{urlencode({'notice': notice, 'id': job_id})}")
+        else:
+            raise _NotFoundError("No such action.")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], board: Dashboard) -> None:
+        super().__init__(address, _Handler)
+        self.board = board
+        self.sessions = _Session()
+
+
+class DashboardServer:
+    """Serves a ``Dashboard`` on 127.0.0.1 from a background thread.
+
+    >>> with DashboardServer(Dashboard(store)) as server:  # doctest: +SKIP
+    ...     print(server.url)
+    http://127.0.0.1:53124/?token=...
+    """
+
+    def __init__(self, board: Dashboard, *, port: int = 0) -> None:
+        self.board = board
+        self._port = port
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def origin(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the dashboard server is not started")
+        return f"http://{LOOPBACK}:{self._server.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        """The link to open: it carries the access token that opens a session."""
+        assert self._server is not None
+        return f"{self.origin}/?token={quote(self._server.sessions.access_token)}"
+
+    def start(self) -> DashboardServer:
+        if self._server is None:
+            self._server = _Server((LOOPBACK, self._port), self.board)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.1},
+                name="pail-dashboard",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        thread, self._thread = self._thread, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join()
+
+    def __enter__(self) -> DashboardServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
