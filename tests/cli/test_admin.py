@@ -8,7 +8,7 @@ from collections.abc import Callable
 import boto3
 
 from pail import JobState, Pail
-from pail.local import ACCESS_KEY, REGION, SECRET_KEY, free_port
+from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LocalS3, free_port
 from tests.cli.conftest import Invoke
 from tests.cli.handlers import explode
 from tests.cli.processes import LineReader, pail_script, process_env, start
@@ -153,3 +153,37 @@ def test_given_an_invalid_bucket_name_when_server_then_usage_error(invoke: Invok
 
     assert result.exit_code == 2
     assert "invalid bucket name" in result.stderr
+
+
+def test_given_dashboard_command_when_started_then_its_link_opens_a_session_and_serves_pages(
+    s3_server: LocalS3, bucket: str
+) -> None:
+    import http.client
+    from urllib.parse import urlsplit
+
+    populate(Pail.connect(bucket, **s3_server.connect_kwargs()), hostile=False)  # type: ignore[arg-type]
+    process = start([pail_script(), "dashboard", bucket], process_env(s3_server.env()))
+    try:
+        link = LineReader(process.stdout).wait_for("/?token=").strip()  # type: ignore[arg-type]
+        parts = urlsplit(link)
+        assert parts.hostname == "127.0.0.1" and parts.port is not None
+
+        def get(path: str, cookie: str = "") -> http.client.HTTPResponse:
+            connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
+            connection.request("GET", path, headers={"Cookie": cookie} if cookie else {})
+            return connection.getresponse()
+
+        opened = get(f"/?{parts.query}")
+        cookie = (opened.getheader("Set-Cookie") or "").split(";", 1)[0]
+        overview = get("/", cookie)
+        refused = get("/")
+
+        assert opened.status == 303 and cookie
+        assert overview.status == 200 and "(default)" in overview.read().decode()
+        assert refused.status == 403
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        process.stderr.close()

@@ -17,6 +17,7 @@ from pail import Pail
 from pail.cli import cli
 from pail.doctor import DoctorReport, Outcome, run_doctor
 from pail.doctor.settings import check_eventbridge
+from pail.errors import AccessDeniedError
 from pail.local import LocalS3
 from pail.store.base import Store
 from pail.store.memory import MemoryStore
@@ -209,3 +210,22 @@ def test_given_a_notification_setting_when_checked_then_eventbridge_outcome(
     check_eventbridge(report, setting)
 
     assert report.checks[0].outcome is expected
+
+
+class _DeniesMissingKeys(MemoryStore):
+    """A role without s3:ListBucket on dlq/: S3 answers 403 for a missing key there."""
+
+    def get(self, key: str) -> Any:
+        found = super().get(key)
+        if found is None and key.startswith("dlq/"):
+            raise AccessDeniedError(f"AccessDenied on {key}")
+        return found
+
+
+def test_given_a_role_that_gets_403_for_missing_keys_when_doctor_then_that_prefix_fails() -> None:
+    report = run_doctor(_DeniesMissingKeys("jobs"))
+
+    outcomes = _outcomes(report)
+    assert outcomes["missing key under dlq/ reads 404"] is Outcome.FAIL
+    assert outcomes["missing key under queue/ reads 404"] is Outcome.PASS
+    assert report.verdict == "pail cannot run correctly here: missing key under dlq/ reads 404"

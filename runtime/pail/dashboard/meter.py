@@ -123,7 +123,7 @@ class MeteredStore:
         continuation: str | None = None,
     ) -> PrefixPage:
         if not isinstance(self._inner, PrefixLister):
-            raise TypeError(f"{type(self._inner).__name__} cannot list prefixes")
+            raise NotImplementedError(f"{type(self._inner).__name__} cannot list prefixes")
         self.meter.record("LIST")
         return self._inner.list_prefixes(
             prefix, delimiter=delimiter, max_keys=max_keys, continuation=continuation
