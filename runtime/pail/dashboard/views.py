@@ -335,7 +335,7 @@ def _jobs_rows(namespace: str, page: JobPage, *, actions: bool, csrf: str) -> st
             f'<td class="num">{_e(attempts)}</td><td class="note">{_e(one_line(note, 140))}</td>'
         )
         if actions:
-            cells += f"<td>{letter_actions(namespace, row, csrf)}</td>"
+            cells += f'<td class="actions">{letter_actions(namespace, row, csrf)}</td>'
         out.append(f"<tr>{cells}</tr>")
     return "".join(out)
 
