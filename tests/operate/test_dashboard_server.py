@@ -239,3 +239,15 @@ def test_given_an_idle_queue_when_refreshed_within_the_interval_then_no_request_
 
     # The overview lists the queues once (cached 60 s); the queue's snapshot is cached.
     assert running.board.meter.total - before == 1
+
+
+def test_given_more_jobs_than_a_page_when_the_queue_page_renders_then_the_count_says_lower_bound(
+    connect_pail: Pail,
+) -> None:
+    connect_pail.enqueue_many([{"n": n} for n in range(3)])
+    with DashboardServer(Dashboard(connect_pail.store, page_size=2)) as running:
+        client = Client(running)
+        _, _, page = client.request("GET", "/q/_")
+
+    pending = re.search(r'aria-label="pending: ([^"]+)"', page)
+    assert pending is not None and pending.group(1) == "≥2"

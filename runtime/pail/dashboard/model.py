@@ -23,7 +23,7 @@ from pail.operate.failures import Failure, recent_failures
 from pail.operate.jobs import JobPage, JobRow, list_jobs, row_for, rows_from_scan
 from pail.operate.objects import JobKind, Reader
 from pail.operate.queues import QueueList, list_queues
-from pail.operate.snapshot import Snapshot, take_snapshot
+from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
 from pail.queue import Pail
 from pail.status import JobStatus
 from pail.store.base import Store
@@ -60,6 +60,7 @@ class Dashboard:
         *,
         interval: float = DEFAULT_INTERVAL,
         max_pages: int = 1,
+        page_size: int = PAGE_SIZE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.meter = RequestMeter(clock=clock)
@@ -67,6 +68,7 @@ class Dashboard:
         self.reader = Reader(self.store)
         self.interval = interval
         self.max_pages = max_pages
+        self.page_size = page_size
         self._clock = clock
         self._lock = threading.Lock()
         self._queues: tuple[float, QueueList] | None = None
@@ -100,7 +102,9 @@ class Dashboard:
             if cached is not None and self._fresh(cached[0], self.interval):
                 return cached[1]
         pail = self.pail(namespace)
-        snap = take_snapshot(self.store, pail.keys, self.reader, max_pages=self.max_pages)
+        snap = take_snapshot(
+            self.store, pail.keys, self.reader, max_pages=self.max_pages, page_size=self.page_size
+        )
         with self._lock:
             self._snapshots[namespace] = (self._clock(), snap)
         return snap
