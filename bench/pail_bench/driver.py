@@ -19,131 +19,33 @@ same way, registers the counter on it and passes it to ``connect``.
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import json
-import math
 import os
 import random
 import statistics
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from queue import Empty, Queue
 from typing import Any
 
-from pail_bench.counting import RequestCounter, by_operation, diff, failed_conditions, total
-
-ORIGINAL_VERSION = "0.1.1"
-SEED_THREADS = 8
-IDLE_WAIT = 0.05
-"""How long a benchmark worker loop waits after finding no job (both sides)."""
-
-Params = dict[str, Any]
-Result = dict[str, Any]
-
-
-class Side:
-    """The queue implementation this interpreter imports, and its request counter."""
-
-    def __init__(self, connect: dict[str, str]) -> None:
-        self.pail: Any = importlib.import_module("pail")
-        self.version = importlib.metadata.version("pailq")
-        self.original = self.version == ORIGINAL_VERSION
-        self.name = "original" if self.original else "pail"
-        self.counter = RequestCounter()
-        self._connect = connect
-
-    def queue(self, bucket: str, *, counter: RequestCounter | None = None) -> Any:
-        """A new queue object with its own boto3 client, counted by ``counter``."""
-        counter = counter or self.counter
-        kw = self._connect
-        if self.original:
-            import boto3
-
-            boto3.setup_default_session()
-            assert boto3.DEFAULT_SESSION is not None
-            counter.attach(boto3.DEFAULT_SESSION.events)
-            return self.pail.Pail.connect(
-                bucket,
-                endpoint_url=kw["endpoint_url"],
-                access_key_id=kw["access_key_id"],
-                secret_access_key=kw["secret_access_key"],
-                region=kw["region"],
-            )
-        build_client = importlib.import_module("pail.queue").build_client
-        client = build_client(
-            endpoint_url=kw["endpoint_url"],
-            access_key_id=kw["access_key_id"],
-            secret_access_key=kw["secret_access_key"],
-            region=kw["region"],
-        )
-        counter.attach(client.meta.events)
-        return self.pail.Pail.connect(bucket, client=client)
-
-    def raw_client(self, threads: int = 16) -> Any:
-        """A plain boto3 S3 client for this server (for the server's own figures)."""
-        import boto3
-        from botocore.config import Config
-
-        kw = self._connect
-        return boto3.client(
-            "s3",
-            endpoint_url=kw["endpoint_url"],
-            aws_access_key_id=kw["access_key_id"],
-            aws_secret_access_key=kw["secret_access_key"],
-            region_name=kw["region"],
-            config=Config(max_pool_connections=threads, s3={"addressing_style": "path"}),
-        )
-
-
-class Executions:
-    """Every run of the handler, by job number, so duplicates can be counted."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.runs: Counter[int] = Counter()
-
-    def handler(self, payload: Any) -> dict[str, Any]:
-        with self._lock:
-            self.runs[int(payload["job"])] += 1
-        return {"ok": True}
-
-    def unique(self) -> int:
-        with self._lock:
-            return len(self.runs)
-
-    def duplicates(self) -> int:
-        """Executions beyond the first, summed over jobs."""
-        with self._lock:
-            return sum(n - 1 for n in self.runs.values() if n > 1)
-
-
-def seed(side: Side, bucket: str, first: int, count: int) -> None:
-    """Enqueue jobs ``first .. first + count - 1`` through the queue's own ``enqueue``."""
-    if count <= 0:
-        return
-    queues = [side.queue(bucket) for _ in range(SEED_THREADS)]
-
-    def enqueue_slice(index: int) -> None:
-        for job in range(first + index, first + count, SEED_THREADS):
-            queues[index].enqueue({"job": job})
-
-    with ThreadPoolExecutor(SEED_THREADS) as pool:
-        list(pool.map(enqueue_slice, range(SEED_THREADS)))
-
-
-def _per(counts: dict[str, int], n: int) -> dict[str, float]:
-    return {op: round(v / n, 4) for op, v in by_operation(counts).items()} if n else {}
-
-
-def _add(into: dict[str, int], more: dict[str, int]) -> None:
-    for key, n in more.items():
-        into[key] = into.get(key, 0) + n
-
+from pail_bench.counting import RequestCounter, diff, failed_conditions, total
+from pail_bench.per_job import per_job
+from pail_bench.sides import (
+    IDLE_WAIT,
+    SEED_THREADS,
+    Executions,
+    Params,
+    Result,
+    Side,
+    add,
+    per,
+    quantile,
+    seed,
+)
+from pail_bench.steady import steady
 
 # -- scenarios -----------------------------------------------------------------
 
@@ -184,9 +86,9 @@ class _Backlog:
         self.next_job += 1
         self.times.append(claimed_at - started)
         self.spent += time.perf_counter() - started
-        _add(self.claim_counts, diff(claimed, before))
-        _add(self.complete_counts, diff(completed, claimed))
-        _add(self.enqueue_counts, diff(counter.snapshot(), completed))
+        add(self.claim_counts, diff(claimed, before))
+        add(self.complete_counts, diff(completed, claimed))
+        add(self.enqueue_counts, diff(counter.snapshot(), completed))
 
     def to_json(self) -> Result:
         n = len(self.times)
@@ -195,13 +97,13 @@ class _Backlog:
             "backlog": self.backlog,
             "claims": n,
             "claim_ms_median": round(statistics.median(self.times) * 1000, 2),
-            "claim_ms_p90": round(_quantile(self.times, 0.9) * 1000, 2),
+            "claim_ms_p90": round(quantile(self.times, 0.9) * 1000, 2),
             "claim_requests": self.claim_counts,
             "complete_requests": self.complete_counts,
             "enqueue_requests": self.enqueue_counts,
             "job_counts": job_counts,
-            "claim_per": _per(self.claim_counts, n),
-            "job_per": _per(job_counts, n),
+            "claim_per": per(self.claim_counts, n),
+            "job_per": per(job_counts, n),
             "failed_conditions": failed_conditions(job_counts),
         }
 
@@ -232,7 +134,7 @@ def claim_path(side: Side, bucket: str, p: Params) -> Result:
 def _summed(*counts: dict[str, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in counts:
-        _add(out, c)
+        add(out, c)
     return out
 
 
@@ -299,7 +201,7 @@ def contention(side: Side, bucket: str, p: Params) -> Result:
         "failed_conditions_per_claim": round(failed_conditions(counts) / claims, 4)
         if claims
         else None,
-        "per_job": _per(counts, claims),
+        "per_job": per(counts, claims),
         "errors": len(errors),
         "error_samples": errors[:3],
     }
@@ -311,13 +213,16 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
     Before each job the producer waits long enough for the worker's polling
     to back off to its ceiling, plus a random part of one poll interval, so
     jobs arrive at a random phase of an idle worker's polling.
-    Latency runs from ``enqueue`` returning to the handler starting. It is
+    Latency runs from ``enqueue`` returning to the handler starting. With
+    ``endpoint_url`` both talk to the server through that front. It is
     split in two: the ``claim()`` call that returned the job (timed by
     wrapping the worker's bound ``claim``, which both ``work`` loops call),
     and the wait before that call began.
     """
     floor, ceiling = p["floor"], p["ceiling"]
-    worker_q, producer = side.queue(bucket), side.queue(bucket)
+    endpoint = p.get("endpoint_url")
+    worker_q = side.queue(bucket, endpoint_url=endpoint)
+    producer = side.queue(bucket, endpoint_url=endpoint)
     arrived: Queue[float] = Queue()
     claim_seconds: Queue[float] = Queue()
     stop = threading.Event()
@@ -364,11 +269,11 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
         "floor": floor,
         "ceiling": ceiling,
         "samples": len(samples),
-        "p50_ms": round(_quantile(samples, 0.5) * 1000, 1),
-        "p99_ms": round(_quantile(samples, 0.99) * 1000, 1),
+        "p50_ms": round(quantile(samples, 0.5) * 1000, 1),
+        "p99_ms": round(quantile(samples, 0.99) * 1000, 1),
         "max_ms": round(max(samples) * 1000, 1),
-        "claim_p50_ms": round(_quantile(claims, 0.5) * 1000, 1),
-        "wait_p50_ms": round(_quantile(waits, 0.5) * 1000, 1),
+        "claim_p50_ms": round(quantile(claims, 0.5) * 1000, 1),
+        "wait_p50_ms": round(quantile(waits, 0.5) * 1000, 1),
     }
 
 
@@ -535,18 +440,10 @@ def list_scaling(side: Side, bucket: str, p: Params) -> Result:
             {
                 "objects": size,
                 "median_ms": round(statistics.median(times) * 1000, 2),
-                "p90_ms": round(_quantile(times, 0.9) * 1000, 2),
+                "p90_ms": round(quantile(times, 0.9) * 1000, 2),
             }
         )
     return {"max_keys": p["max_keys"], "sizes": out}
-
-
-def _quantile(values: list[float], q: float) -> float:
-    """The ``q`` quantile by nearest rank: a value that was measured, never interpolated."""
-    if q == 0.5:
-        return statistics.median(values)
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 SCENARIOS: dict[str, Callable[[Side, str, Params], Result]] = {
@@ -556,6 +453,8 @@ SCENARIOS: dict[str, Callable[[Side, str, Params], Result]] = {
     "idle": idle,
     "ceiling": ceiling,
     "list_scaling": list_scaling,
+    "per_job": per_job,
+    "steady": steady,
 }
 
 
@@ -565,6 +464,7 @@ def main() -> None:
     started = time.perf_counter()
     result = SCENARIOS[spec["scenario"]](side, spec["bucket"], spec["params"])
     result.update(
+        bucket=spec["bucket"],
         side=side.name,
         version=side.version,
         module=side.pail.__file__,

@@ -4,12 +4,53 @@ The full run follows issue 7's figures: backlogs of 100 to 10,000, 400 jobs
 raced by 1 to 32 workers, a 60 s idle window. The original is slow where its
 claims list the whole queue, so its scenarios stop at a time cap and report
 per-claim figures over the claims it made by then; ours run to the end.
+Issue 17's per-job latency and issue 16's partition model have plans of
+their own (``PerJobPlan``, ``PartitionPlan``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class PerJobPlan:
+    """Per-job time of one worker at added delays per request, both queues (issue 17)."""
+
+    delays_ms: list[float]
+    jobs: int
+    """Timed jobs per delay per run; the delays take turns job by job."""
+    rounds: int
+    """Rounds of (ours, then the original, or the other way round), alternating who goes first."""
+    idle_delays_ms: list[float]
+    """Delays at which enqueue -> handler start is measured for an idle worker."""
+    idle_samples: int
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """Jobs/s against workers through the partition model (issue 16; see docs/scaling.md)."""
+
+    scale: float
+    """AWS's per-partition rates (3,500 writes/s, 5,500 reads/s) are divided by this."""
+    ceiling_workers: list[int]
+    """Worker counts measured through a front with no limit: the server's own ceiling."""
+    workers: list[int]
+    """Worker counts measured on today's single-prefix layout, one partition."""
+    warmup_seconds: float
+    window_seconds: float
+    ceiling_window_seconds: float
+    split_workers: int | None = None
+    """Workers for the run in which hot partitions split (None: no such run)."""
+    split_window_seconds: float = 0.0
+    split_sustain_seconds: int = 10
+    min_backlog: int = 32
+
+    def backlog(self, workers: int) -> int:
+        """Jobs kept waiting: enough that racing workers rarely pick a job another just took."""
+        return max(self.min_backlog, 8 * workers)
+
 
 PAIL_DEFAULT_POLLING = {"floor": 0.1, "ceiling": 20.0}
 """``Pail.work``'s own defaults: 0.1 s after a job, doubling to 20 s while idle."""
@@ -38,6 +79,8 @@ class Plan:
     idle_seconds: float
     second_server: bool
     cost_backlog: int
+    per_job: PerJobPlan
+    partitions: PartitionPlan
     throughput_workers: int = 16
     latency_polling: dict[str, float] = field(default_factory=lambda: dict(LOW_LATENCY_POLLING))
 
@@ -59,7 +102,7 @@ class Plan:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 FULL = Plan(
@@ -81,6 +124,24 @@ FULL = Plan(
     idle_seconds=60.0,
     second_server=True,
     cost_backlog=5000,
+    per_job=PerJobPlan(
+        delays_ms=[0, 5, 20, 50],
+        jobs=20,
+        rounds=3,
+        idle_delays_ms=[0, 20],
+        idle_samples=10,
+    ),
+    partitions=PartitionPlan(
+        scale=1000,
+        ceiling_workers=[1, 4, 16],
+        workers=[1, 4, 16],
+        warmup_seconds=5,
+        window_seconds=40,
+        ceiling_window_seconds=12,
+        split_workers=16,
+        split_window_seconds=100,
+        split_sustain_seconds=10,
+    ),
 )
 
 QUICK = Plan(
@@ -91,7 +152,7 @@ QUICK = Plan(
     list_max_keys=50,
     list_repeats=5,
     backlogs=[20, 200],
-    pail_claims=[25, 25],
+    pail_claims=[15, 15],
     original_claims=[3, 3],
     claim_cap_seconds=2.0,
     contention_workers=[1, 8],
@@ -103,4 +164,14 @@ QUICK = Plan(
     second_server=False,
     cost_backlog=200,
     throughput_workers=8,
+    per_job=PerJobPlan(delays_ms=[0, 20], jobs=3, rounds=1, idle_delays_ms=[], idle_samples=0),
+    partitions=PartitionPlan(
+        scale=250,
+        ceiling_workers=[],
+        workers=[2],
+        warmup_seconds=0.3,
+        window_seconds=2,
+        ceiling_window_seconds=0,
+        min_backlog=8,
+    ),
 )

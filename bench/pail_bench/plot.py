@@ -64,3 +64,125 @@ def plot(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_per_job(results: dict[str, Any], path: Path) -> None:
+    """Issue 17: time per job above the no-delay cost against the delay per request, with the floor."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pail_bench.report_latency import (
+        FLOOR_ROUND_TRIPS,
+        TARGET_ROUND_TRIPS,
+        by_delay,
+        round_trips,
+    )
+
+    section = results["per_job"]
+    fig, (ms_ax, rt_ax) = plt.subplots(1, 2, figsize=(12, 4.6))
+    top = 0.0
+    for side in SIDES:
+        rows = by_delay(section, side)
+        base = rows[0.0]["ms_per_job"]
+        applied = [r["applied_ms"] for r in rows.values()]
+        extra = [r["ms_per_job"] - base for r in rows.values()]
+        style = {"color": COLOURS[side], "label": LABELS[side], "marker": "o"}
+        ms_ax.plot(applied, extra, **style)
+        trips = round_trips(section, side)
+        rt_ax.plot(list(trips), list(trips.values()), **style)
+        top = max(top, *applied)
+    xs = [0.0, top]
+    ms_ax.plot(
+        xs,
+        [FLOOR_ROUND_TRIPS * x for x in xs],
+        color="black",
+        linestyle="--",
+        label="floor: 2 round trips (claim write, result write)",
+    )
+    ms_ax.plot(
+        xs,
+        [TARGET_ROUND_TRIPS * x for x in xs],
+        color="grey",
+        linestyle=":",
+        label="issue 17 target: 3.5 round trips",
+    )
+    rt_ax.axhline(FLOOR_ROUND_TRIPS, color="black", linestyle="--", label="floor: 2")
+    rt_ax.axhline(TARGET_ROUND_TRIPS, color="grey", linestyle=":", label="target: 3.5")
+    ms_ax.set(
+        xlabel="delay added per request (ms, as applied)",
+        ylabel="ms per job above the no-delay cost",
+        title="One worker, no-op handler: time per job",
+    )
+    rt_ax.set(
+        xlabel="delay added per request (ms)",
+        ylabel="(t(d) - t(0)) / d",
+        ylim=(0, None),
+        title="Sequential round trips per job",
+    )
+    for ax in (ms_ax, rt_ax):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"pail vs the original, per-job latency, {section['started']}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_partitions(results: dict[str, Any], path: Path) -> None:
+    """Issue 16: jobs/s against workers per layout, and the split run's throughput over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pail_bench.report_partitions import predicted
+
+    section = results["partitions"]
+    fig, (curve_ax, time_ax) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for layout in section["layouts"]:
+        runs = layout["runs"]
+        name = layout["layout"]["name"]
+        if len(runs) > 1 or not layout["layout"]["split"]:
+            workers = [r["workers"] for r in runs]
+            curve_ax.plot(workers, [r["jobs_per_second"] for r in runs], marker="o", label=name)
+            limits = [predicted(r) for r in runs]
+            if all(limit is not None for limit in limits):
+                curve_ax.plot(
+                    workers,
+                    limits,
+                    linestyle="--",
+                    marker="x",
+                    label=f"{name}: arithmetic",
+                )
+        for run in runs if layout["layout"]["split"] else []:
+            timeline = run["timeline"]
+            smooth = [
+                sum(timeline[max(0, i - 4) : i + 1]) / min(5, i + 1) for i in range(len(timeline))
+            ]
+            time_ax.plot(range(len(timeline)), smooth, label=f"{name}, {run['workers']} workers")
+            for split in run["model"]["splits"]:
+                time_ax.axvline(split["seconds"], color="grey", alpha=0.4)
+    curve_ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="workers",
+        ylabel="jobs/s",
+        title=f"Jobs/s, AWS partition rates ÷ {section['plan']['scale']:g}",
+    )
+    time_ax.set(
+        xlabel="seconds from start (grey: a partition split)",
+        ylabel="jobs/s (5 s mean)",
+        title="A single prefix while S3-like splits happen",
+    )
+    for ax in (curve_ax, time_ax):
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.suptitle(f"pail through the partition model, {section['started']}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

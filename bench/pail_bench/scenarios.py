@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import boto3
 
+from pail_bench.fronted import partition_section, per_job_section
 from pail_bench.original import Original
 from pail_bench.plans import Plan
 
@@ -139,15 +140,33 @@ def server_figures(runner: Runner, plan: Plan) -> dict[str, Any]:
     }
 
 
+SECTIONS = (
+    "server",
+    "claim_path",
+    "contention",
+    "idle",
+    "latency",
+    "per_job",
+    "partitions",
+    "second_server",
+)
+"""Every section of a run, in the order it runs; ``--only`` picks some."""
+
+
 def run_plan(
     plan: Plan,
     original: Original,
     log: Callable[[str], None],
     server_factory: Callable[[], AbstractContextManager[Any]],
     second_server: SecondServer | None = None,
+    only: frozenset[str] | None = None,
 ) -> dict[str, Any]:
-    """Run every scenario of ``plan``; the raw results, ready for ``report``."""
+    """Run every section of ``plan`` (or those in ``only``); the raw results, ready for ``report``."""
     started = time.perf_counter()
+
+    def want(section: str) -> bool:
+        return only is None or section in only
+
     results: dict[str, Any] = {
         "meta": {
             "plan": plan.to_json(),
@@ -161,49 +180,64 @@ def run_plan(
                 "module": original.module,
                 "files_verified": original.files_verified,
             },
+            "sections": [s for s in SECTIONS if want(s)],
         }
     }
     with server_factory() as server:
         results["meta"]["server"] = "moto 5.2.5 via pail.local (writes serialised)"
         runner = Runner(server, original, log)
-        log("==> server figures")
-        results["server"] = server_figures(runner, plan)
-        log("==> claim cost against backlog")
-        results["claim_path"] = runner.both(
-            "claim_path",
-            lambda side: {
-                "backlogs": plan.backlogs,
-                "claims": plan.pail_claims if side == "pail" else plan.original_claims,
-                "cap_seconds": plan.claim_cap_seconds,
-                "min_claims": 3,
-            },
-            extra_buckets=len(plan.backlogs),
-        )
-        log("==> contention")
-        results["contention"] = {side: [] for side in SIDES}
-        for workers in plan.contention_workers:
-            for side in SIDES:
-                results["contention"][side].append(
-                    runner.drive(side, "contention", _contention_params(plan, side, workers))
-                )
-        log("==> idle cost (both sides at once)")
-        with ThreadPoolExecutor(2) as pool:
-            idle = {
-                side: pool.submit(
-                    runner.drive,
-                    side,
-                    "idle",
-                    {"seconds": plan.idle_seconds, "settings": plan.idle_settings(side)},
-                    extra_buckets=2,
-                )
-                for side in SIDES
-            }
-            results["idle"] = {side: future.result() for side, future in idle.items()}
-        log("==> latency")
-        results["latency"] = runner.both(
-            "latency", lambda side: {"samples": plan.latency_samples, **plan.latency_polling}
-        )
-    results["second_server"] = _second_server(plan, original, log, second_server)
+        if want("server"):
+            log("==> server figures")
+            results["server"] = server_figures(runner, plan)
+        if want("claim_path"):
+            log("==> claim cost against backlog")
+            results["claim_path"] = runner.both(
+                "claim_path",
+                lambda side: {
+                    "backlogs": plan.backlogs,
+                    "claims": plan.pail_claims if side == "pail" else plan.original_claims,
+                    "cap_seconds": plan.claim_cap_seconds,
+                    "min_claims": 3,
+                },
+                extra_buckets=len(plan.backlogs),
+            )
+        if want("contention"):
+            log("==> contention")
+            results["contention"] = {side: [] for side in SIDES}
+            for workers in plan.contention_workers:
+                for side in SIDES:
+                    results["contention"][side].append(
+                        runner.drive(side, "contention", _contention_params(plan, side, workers))
+                    )
+        if want("idle"):
+            log("==> idle cost (both sides at once)")
+            with ThreadPoolExecutor(2) as pool:
+                idle = {
+                    side: pool.submit(
+                        runner.drive,
+                        side,
+                        "idle",
+                        {"seconds": plan.idle_seconds, "settings": plan.idle_settings(side)},
+                        extra_buckets=2,
+                    )
+                    for side in SIDES
+                }
+                results["idle"] = {side: future.result() for side, future in idle.items()}
+        if want("latency"):
+            log("==> latency")
+            results["latency"] = runner.both(
+                "latency", lambda side: {"samples": plan.latency_samples, **plan.latency_polling}
+            )
+        if want("per_job"):
+            log("==> per-job time of one worker, through fronts that delay each request")
+            results["per_job"] = per_job_section(runner, plan.per_job, server.endpoint_url, log)
+        if want("partitions"):
+            log("==> jobs/s through the partition model")
+            results["partitions"] = partition_section(
+                runner, plan.partitions, server.endpoint_url, log
+            )
+    if want("second_server"):
+        results["second_server"] = _second_server(plan, original, log, second_server)
     results["meta"]["wall_seconds"] = round(time.perf_counter() - started, 1)
     return results
 

@@ -17,7 +17,19 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("meta", "server", "claim_path", "contention", "idle", "latency", "summary")
+SECTIONS = (
+    "meta",
+    "server",
+    "claim_path",
+    "contention",
+    "idle",
+    "latency",
+    "summary",
+    "per_job",
+    "summary_per_job",
+    "partitions",
+    "summary_partitions",
+)
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
@@ -54,7 +66,8 @@ def test_given_quick_run_when_it_ends_then_it_writes_the_table_json_and_plot(
     assert set(SECTIONS) <= set(results)
     assert "| figure | original 0.1.1 | pail | ratio | target | met |" in stdout
     assert (out / "results.md").read_text() in stdout
-    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for plot in ("plot.png", "per_job.png", "partitions.png"):
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_given_quick_run_then_both_sides_ran_their_own_package(results: dict[str, Any]) -> None:
@@ -111,3 +124,37 @@ def test_given_a_backlog_then_pail_claims_from_a_cached_listing_and_the_original
         assert _lists_per_claim(step) <= 0.1, step
     for step in results["claim_path"]["original"]["steps"]:
         assert _lists_per_claim(step) >= 1, step
+
+
+def test_given_one_worker_behind_delaying_fronts_then_every_job_ran_once_and_was_delayed(
+    results: dict[str, Any],
+) -> None:
+    section = results["per_job"]
+    for side in ("pail", "original"):
+        (run,) = section["runs"][side]
+        assert run["duplicates"] == 0 and run["executions"] == run["unique_executed"]
+        for lane in run["lanes"]:
+            applied = run["applied_ms"][f"{lane['delay_ms']:g}"]
+            assert applied >= lane["delay_ms"]  # a sleep never ends early
+            assert lane["jobs"] == len(lane["ms"]) == section["plan"]["jobs"]
+            if side == "pail":  # one LIST serves a page of claims
+                assert lane["requests_per_job"] <= 7, lane
+            else:  # LIST, GET, PUT, DELETE to claim; PUT, DELETE to complete
+                assert lane["requests_per_job"] >= 6, lane
+    names = " | ".join(row["name"] for row in results["summary_per_job"])
+    assert "sequential round trips per job above the no-delay cost, 20 ms" in names
+
+
+def test_given_the_partition_model_then_it_never_admits_more_than_its_rate_and_loses_nothing(
+    results: dict[str, Any],
+) -> None:
+    (layout,) = results["partitions"]["layouts"]
+    (run,) = layout["runs"]
+    model = run["model"]
+    (partition,) = model["partitions"]
+    writes = partition["admitted"].get("write", 0)
+    # A full bucket of one second, then the rate: never more, however the machine runs.
+    assert writes <= model["rates"]["writes"] * (run["wall_seconds"] + 1)
+    assert run["audit"]["lost"] == 0 and run["duplicates"] == 0
+    assert run["audit"]["jobs"] == run["enqueued"] > 0
+    assert sum(run["audit"]["by_place"].values()) == run["enqueued"]

@@ -1,0 +1,10 @@
+"""The benchmark's package (``bench/pail_bench``) on the import path for its unit tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
