@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from pail_bench import original, report_latency, report_partitions
+from pail_bench import costs, original, report_latency, report_partitions
 from pail_bench.plans import FULL, QUICK, Plan
 from pail_bench.plot import plot, plot_partitions, plot_per_job
 from pail_bench.report import markdown, summarise, summary_json
@@ -90,6 +90,11 @@ def report(results: dict[str, Any], out: Path) -> dict[str, str]:
         results["summary_partitions"] = report_partitions.summary(results)
         parts["partitions"] = report_partitions.markdown(results)
         plot_partitions(results, out / "partitions.png")
+    if "claim_path" in results:
+        results["summary_costs"] = [
+            {"name": name, "per_million_jobs": values} for name, values in costs.table(results)
+        ]
+        parts["costs"] = costs.markdown(results)
     return parts
 
 
@@ -159,7 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.md").write_text(text)
     print(text)
     if plan is FULL and args.out is None:
-        for marker, doc in (("table", DOC), ("per-job", DOC), ("partitions", SCALING_DOC)):
+        docs = (
+            ("table", DOC),
+            ("per-job", DOC),
+            ("partitions", SCALING_DOC),
+            ("costs", SCALING_DOC),
+        )
+        for marker, doc in docs:
             if marker in parts and refresh_doc(doc, marker, parts[marker], "scripts/bench"):
                 log(f"==> refreshed {marker} in {doc.relative_to(ROOT)}")
     log(
