@@ -8,19 +8,22 @@ processes through them. The figures are made by ``report_latency`` and
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pail_bench.front import FixedDelay, Front
 from pail_bench.partitions import Layout, PartitionPolicy, SplitRule
-from pail_bench.plans import PartitionPlan, PerJobPlan
+from pail_bench.plans import LOW_LATENCY_POLLING, PartitionPlan, PerJobPlan
 
 SIDES = ("pail", "original")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Driver(Protocol):
@@ -39,7 +42,21 @@ def _port(endpoint_url: str) -> int:
 
 
 def _stamp() -> dict[str, str]:
-    return {"started": datetime.now(UTC).isoformat(timespec="seconds")}
+    return {"started": datetime.now(UTC).isoformat(timespec="seconds"), "git": git_state()}
+
+
+def git_state() -> str:
+    """The commit measured, and whether the runtime had uncommitted changes."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=30
+        )
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "runtime")
+    return f"{commit} (runtime/ with uncommitted changes)" if dirty else commit
 
 
 def per_job_section(
@@ -82,14 +99,12 @@ def per_job_section(
         for d in plan.idle_delays_ms:
             for side in SIDES:
                 before = {d: fronts[d].totals()}
-                ceiling = 0.1
                 result = runner.drive(
                     side,
                     "latency",
                     {
                         "samples": plan.idle_samples,
-                        "floor": 0.05,
-                        "ceiling": ceiling,
+                        **LOW_LATENCY_POLLING,
                         "endpoint_url": fronts[d].endpoint_url,
                     },
                 )

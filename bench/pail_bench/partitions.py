@@ -8,7 +8,8 @@ What AWS documents, and what this model takes from it:
   until it has scaled. There is no limit to the number of partitions.
 * Partitions are not made when a prefix is created: S3 splits a partition
   after it has seen a sustained high request rate on it, in the background.
-  AWS support has described that as taking 30 to 60 minutes.
+  How long that takes is not documented (a comment on AWS's knowledge-center
+  article, acknowledged by AWS, says 30 to 60 minutes).
 
 What the model assumes where AWS says nothing:
 

@@ -138,33 +138,38 @@ def plot_partitions(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pail_bench.report_partitions import predicted
+    from pail_bench.report_partitions import textbook
 
     section = results["partitions"]
+    book = textbook(section)
     fig, (curve_ax, time_ax) = plt.subplots(1, 2, figsize=(12, 4.6))
+    ticks: set[int] = set()
     for layout in section["layouts"]:
         runs = layout["runs"]
         name = layout["layout"]["name"]
-        if len(runs) > 1 or not layout["layout"]["split"]:
-            workers = [r["workers"] for r in runs]
-            curve_ax.plot(workers, [r["jobs_per_second"] for r in runs], marker="o", label=name)
-            limits = [predicted(r) for r in runs]
-            if all(limit is not None for limit in limits):
-                curve_ax.plot(
-                    workers,
-                    limits,
-                    linestyle="--",
-                    marker="x",
-                    label=f"{name}: arithmetic",
+        if layout["layout"]["split"]:
+            for run in runs:
+                timeline = run["timeline"]
+                smooth = [
+                    sum(timeline[max(0, i - 4) : i + 1]) / min(5, i + 1)
+                    for i in range(len(timeline))
+                ]
+                time_ax.plot(
+                    range(len(timeline)), smooth, label=f"{name}, {run['workers']} workers"
                 )
-        for run in runs if layout["layout"]["split"] else []:
-            timeline = run["timeline"]
-            smooth = [
-                sum(timeline[max(0, i - 4) : i + 1]) / min(5, i + 1) for i in range(len(timeline))
-            ]
-            time_ax.plot(range(len(timeline)), smooth, label=f"{name}, {run['workers']} workers")
-            for split in run["model"]["splits"]:
-                time_ax.axvline(split["seconds"], color="grey", alpha=0.4)
+                for split in run["model"]["splits"]:
+                    time_ax.axvline(split["seconds"], color="grey", alpha=0.4)
+            continue
+        workers = [r["workers"] for r in runs]
+        ticks.update(workers)
+        curve_ax.plot(workers, [r["jobs_per_second"] for r in runs], marker="o", label=name)
+    for ax in (curve_ax, time_ax):
+        ax.axhline(
+            book, color="black", linestyle="--", label=f"arithmetic: {book:.2f} (5 writes/job)"
+        )
+    time_ax.axhline(
+        book * 5 / 2, color="grey", linestyle=":", label=f"{book * 2.5:.2f}: 2 writes/job"
+    )
     curve_ax.set(
         xscale="log",
         yscale="log",
@@ -172,6 +177,9 @@ def plot_partitions(results: dict[str, Any], path: Path) -> None:
         ylabel="jobs/s",
         title=f"Jobs/s, AWS partition rates ÷ {section['plan']['scale']:g}",
     )
+    if ticks:
+        curve_ax.set_xticks(sorted(ticks))
+        curve_ax.set_xticklabels([str(t) for t in sorted(ticks)])
     time_ax.set(
         xlabel="seconds from start (grey: a partition split)",
         ylabel="jobs/s (5 s mean)",

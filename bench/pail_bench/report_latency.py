@@ -155,7 +155,8 @@ def markdown(results: dict[str, Any]) -> str:
         header += [f"{side}: ms/job", "ms above 0", "round trips", "requests/job"]
     header += ["applied (ms)", "floor: 2 round trips (ms)"]
     parts = [
-        f"Measured {section['started']}: {plan['rounds']} rounds x {plan['jobs']} jobs per "
+        f"Measured {section['started']} (commit {section.get('git', '?')}): {plan['rounds']} "
+        f"rounds x {plan['jobs']} jobs per "
         "delay per queue, one worker per delay, no-op handler, the delays taking turns job by "
         "job; each request delayed by a local front (half before the server, half after).",
         "",
@@ -213,8 +214,8 @@ def _contention_table(results: dict[str, Any]) -> str:
     for side in SIDES:
         header += [f"{side}: requests/job with its enqueue", "failed cond./claim", "dup."]
     return (
-        "**Requests per job and failed conditional writes** (from the contention scenario, "
-        "no delay):\n\n" + _table(header, rows)
+        "**Requests per job and failed conditional writes** (from the contention scenario of "
+        f"the run above, commit {results['meta']['git']}, no delay):\n\n" + _table(header, rows)
     )
 
 

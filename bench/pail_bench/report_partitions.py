@@ -17,9 +17,6 @@ NOT_ADMITTED = frozenset({503, 0})
 """503 SlowDown (throttled by the front) and 0 (no response at all)."""
 TEXTBOOK_WRITES = 5
 """PUT queue/, PUT run/, DELETE queue/, PUT done/, DELETE run/: one job, nothing racing."""
-UNSPLITTABLE_WRITES = 2
-"""Writes per job on one key that no split can spread: a job's lease, PUT then DELETE.
-Its key is the job's ULID, so tomorrow's leases sort after today's split points."""
 TOLERANCE = 0.2
 """Issue 16: the measured one-partition ceiling matches the arithmetic within 20%."""
 
@@ -127,26 +124,26 @@ def summary(results: dict[str, Any]) -> list[dict[str, Any]]:
         pred = predicted(best)
         rows.append(
             {
-                "name": "single prefix: measured ceiling / arithmetic for its mix (jobs/s)",
+                "name": "single prefix: best jobs/s over worker counts, against 3,500/scale ÷ "
+                "5 writes per job",
                 "value": best["jobs_per_second"],
-                "check": f"{pred:.3f} predicted ({per_job(best)['writes']:.2f} writes/job), "
-                f"ratio {best['jobs_per_second'] / pred:.2f}; {book:.2f} at 5 writes/job"
+                "check": f"{book:.3f} by the arithmetic, ratio {best['jobs_per_second'] / book:.2f}"
+                f" ({best['workers']} workers; {per_job(best)['writes']:.2f} writes/job measured, "
+                f"which allow {pred:.3f})"
                 if pred
-                else "—",
-                "met": bool(pred) and abs(best["jobs_per_second"] / pred - 1) <= TOLERANCE,
+                else f"{book:.3f} by the arithmetic",
+                "met": abs(best["jobs_per_second"] / book - 1) <= TOLERANCE,
             }
         )
     for run in _runs(section, "single prefix, hot"):
         early, late = _rate(run, 0.0, 0.3), _rate(run, 0.7, 1.0)
-        settled = 3500.0 / float(section["plan"]["scale"]) / UNSPLITTABLE_WRITES
         rows.append(
             {
                 "name": f"single prefix with S3-like splits, {run['workers']} workers (jobs/s)",
                 "value": round(late, 3),
                 "check": f"first 30% of the run {early:.2f} → last 30% {late:.2f}, "
-                f"{len(run['model']['splits'])} splits; arithmetic once split {settled:.2f} "
-                f"({UNSPLITTABLE_WRITES} writes/job on one moving key: PUT and DELETE run/{{id}})",
-                "met": abs(late / settled - 1) <= TOLERANCE,
+                f"{len(run['model']['splits'])} splits; {late / book:.1f}x one partition",
+                "met": None,
             }
         )
     return rows
@@ -171,12 +168,17 @@ def markdown(results: dict[str, Any]) -> str:
     plan = section["plan"]
     scale = plan["scale"]
     w, r = 3500 / scale, 5500 / scale
+    book = textbook(section)
     parts = [
-        f"Measured {section['started']}. Rates per partition: AWS's 3,500 writes/s and "
-        f"5,500 reads/s divided by {scale:g}: {w:g} writes/s, {r:g} reads/s. One producer keeps "
+        f"Measured {section['started']} (commit {section.get('git', '?')}). Rates per partition: AWS's 3,500 writes/s and "
+        f"5,500 reads/s divided by {scale:g}: {w:g} writes/s, {r:g} reads/s. Producer threads (one per 4 workers) keep "
         f"8 jobs per worker (at least {plan.get('min_backlog', 32)}) waiting; jobs/s counted over {plan['window_seconds']:g} s after "
         f"{plan['warmup_seconds']:g} s of warm-up ({plan['ceiling_window_seconds']:g} s without "
-        "a limit).",
+        f"a limit). The arithmetic: {w:g} writes/s ÷ 5 writes per job = {book:.2f} jobs/s; "
+        f"for its mix, {w:g} ÷ the admitted writes per job counted in the window (so "
+        "measured ÷ that is how much of the partition's write rate the workers used). "
+        "Left to the reaper: jobs holding a lease at the end because a worker gave up on a "
+        "request after botocore's 5 attempts.",
         "",
     ]
     rows = []
@@ -195,6 +197,7 @@ def markdown(results: dict[str, Any]) -> str:
                     f"{mixed.get('throttled', 0):.2f}",
                     "—" if pred is None else f"{pred:.2f}",
                     "—" if pred is None else f"{run['jobs_per_second'] / pred:.2f}",
+                    "—" if run.get("model") is None else f"{run['jobs_per_second'] / book:.2f}",
                     f"{run['duplicates']} / {audit['lost']} / {audit.get('awaiting_reaper', 0)}",
                     str(sum(run["errors"].values())),
                 ]
@@ -208,8 +211,9 @@ def markdown(results: dict[str, Any]) -> str:
                 "writes/job",
                 "reads/job",
                 "503s/job",
-                "arithmetic (jobs/s)",
-                "measured ÷ arithmetic",
+                "arithmetic for its mix (jobs/s)",
+                "measured ÷ that",
+                f"measured ÷ {book:.2f} (5 writes/job)",
                 "dup. / lost / left to the reaper",
                 "errors",
             ],

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import boto3
 
-from pail_bench.fronted import partition_section, per_job_section
+from pail_bench.fronted import git_state, partition_section, per_job_section
 from pail_bench.original import Original
 from pail_bench.plans import Plan
 
@@ -172,7 +172,7 @@ def run_plan(
             "plan": plan.to_json(),
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
-            "git": _git_state(),
+            "git": git_state(),
             "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
             "original": {
                 "version": original.version,
@@ -240,20 +240,6 @@ def run_plan(
         results["second_server"] = _second_server(plan, original, log, second_server)
     results["meta"]["wall_seconds"] = round(time.perf_counter() - started, 1)
     return results
-
-
-def _git_state() -> str:
-    """The commit measured, and whether the runtime had uncommitted changes."""
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=30
-        )
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "runtime")
-    return f"{commit} (runtime/ with uncommitted changes)" if dirty else commit
 
 
 def _contention_params(plan: Plan, side: str, workers: int) -> dict[str, Any]:
