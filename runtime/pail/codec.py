@@ -181,6 +181,17 @@ class LeaseRecord:
     write: str = field(default_factory=new_token)
     retry_after: float = 0.0
     """Seconds a ``retrying`` lease waits before the reaper requeues it (a retry backoff)."""
+    uncounted: bool = False
+    """Set on a ``retrying`` lease released before its handler started: the attempt is not spent."""
+
+    @property
+    def attempts_used(self) -> int:
+        """The attempts the job has spent once this one ends: the next pending entry's ``attempts``.
+
+        ``attempt``, except for a release before the handler started, which gives the
+        attempt back (``uncounted``).
+        """
+        return max(0, self.attempt - 1) if self.uncounted else self.attempt
 
     def rewritten(self, **changes: Any) -> Self:
         """A copy with ``changes`` and a fresh write token."""
@@ -208,6 +219,8 @@ class LeaseRecord:
             data["redriven"] = self.redriven
         if self.retry_after:
             data["retry_after"] = self.retry_after
+        if self.uncounted:
+            data["uncounted"] = True
         data["w"] = self.write
         return dumps(data)
 
@@ -231,6 +244,7 @@ class LeaseRecord:
             redriven=int(data.get("redriven", 0) or 0),
             write=str(data.get("w", "")),
             retry_after=float(data.get("retry_after", 0) or 0),
+            uncounted=data.get("uncounted") is True,
         )
 
     def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:

@@ -6,13 +6,25 @@ on SIGTERM, after a number of jobs or a time budget). They differ only in
 their ``Limits``: when to stop claiming, when a running job should wrap up,
 and when its lease must be given back.
 
+The limits are checked again *after* each claim, before the handler starts:
+a claim slowed by S3 can end past the point where no job may start. Such a
+job is **returned** (``Message.release(started=False)``): it is claimable at
+once, and the attempt is not spent.
+
 The handler runs in a thread of its own so that the loop keeps the clock.
 When the limits say a job cannot finish in time, the loop releases the lease
 (``Message.release``): the job is claimable again at once instead of waiting
-for the lease to expire, and the release is recorded on the job as its last
-error. Python cannot kill a thread, so the abandoned handler runs on until it
-returns; whatever it returns is discarded. A handler that wants to stop
-cleanly can watch ``current_job().stopping``.
+for the lease to expire (never after a retry backoff), and the release is
+recorded on the job as its last error; the attempt counts. Python cannot kill
+a thread, so the abandoned handler runs on until it returns; whatever it
+returns is discarded, and its log lines keep its own job's keys
+(``pail.log_keys``). A handler that wants to stop cleanly can watch
+``current_job().stopping``.
+
+If S3 fails while an outcome is recorded (after botocore's retries), the
+drain stops with ``StopReason.STORAGE_ERROR`` and the error, unless it polls
+(a long-running service, which logs it and goes on): the job's lease expires
+and the reaper retries it.
 
 A handler may be a plain function or an ``async def`` one (run on an event loop
 of its own). A handler that raises, hangs past ``job_timeout`` or returns
@@ -33,7 +45,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pail.codec import encode_result
+from pail import log_keys
+from pail.codec import RUNNING, encode_result
 from pail.errors import LeaseLostError, PailError, PayloadError, StorageError
 from pail.message import Message
 from pail.protocol.transitions import Ending
@@ -66,8 +79,15 @@ class Outcome(StrEnum):
     """How one attempt at a job ended, from this worker's side."""
 
     SUCCEEDED = "succeeded"
+    """The handler's result is recorded."""
     FAILED = "failed"
+    """The failure is recorded: the job is retried or dead-lettered."""
     RELEASED = "released"
+    """The handler ran out of time and the job went back to the queue; the attempt counts."""
+    RETURNED = "returned"
+    """Claimed too late to start: the job went back untouched, its handler never ran."""
+    UNRECORDED = "unrecorded"
+    """The handler ended but S3 failed before its outcome was recorded; the reaper retries it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +102,8 @@ class JobReport:
     ending: Ending | None = None
     """For a failed or released attempt: requeued or dead-lettered; None if the lease was lost."""
     error: str | None = None
+    storage_error: PailError | None = None
+    """The S3 failure that stopped this outcome being recorded (in full), if any."""
 
     @property
     def retried(self) -> bool:
@@ -94,7 +116,11 @@ class JobReport:
 
 @dataclass
 class Tally:
-    """Counts over one drain. ``processed == succeeded + failed``; released jobs count as failed."""
+    """Counts over one drain.
+
+    ``processed == succeeded + failed + unrecorded``; released jobs count as
+    failed. Returned jobs (claimed too late, never started) are not processed.
+    """
 
     processed: int = 0
     succeeded: int = 0
@@ -102,18 +128,25 @@ class Tally:
     retried: int = 0
     dead_lettered: int = 0
     released: int = 0
+    returned: int = 0
+    unrecorded: int = 0
     stop_reason: StopReason | None = None
     error: PailError | None = None
 
     def add(self, report: JobReport) -> None:
+        if report.outcome is Outcome.RETURNED:
+            self.returned += 1
+            return
         self.processed += 1
         if report.outcome is Outcome.SUCCEEDED:
             self.succeeded += 1
-            return
-        self.failed += 1
-        self.released += report.outcome is Outcome.RELEASED
-        self.retried += report.retried
-        self.dead_lettered += report.dead_lettered
+        elif report.outcome is Outcome.UNRECORDED:
+            self.unrecorded += 1
+        else:
+            self.failed += 1
+            self.released += report.outcome is Outcome.RELEASED
+            self.retried += report.retried
+            self.dead_lettered += report.dead_lettered
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +156,8 @@ class Tally:
             "retried": self.retried,
             "dead_lettered": self.dead_lettered,
             "released": self.released,
+            "returned": self.returned,
+            "unrecorded": self.unrecorded,
             "stop_reason": self.stop_reason.value if self.stop_reason else None,
             "error": str(self.error) if self.error else None,
         }
@@ -190,7 +225,9 @@ class LoggingObserver:
         log.info("job %s attempt %d started", message.id, message.attempt)
 
     def settled(self, report: JobReport) -> None:
-        level = logging.INFO if report.outcome is Outcome.SUCCEEDED else logging.WARNING
+        level = logging.WARNING
+        if report.outcome in (Outcome.SUCCEEDED, Outcome.RETURNED):
+            level = logging.INFO
         detail = f": {report.error}" if report.error else ""
         ending = f", {report.ending.value}" if report.ending else ""
         log.log(
@@ -251,18 +288,49 @@ def drain(
             _idle(delay, limits, clock, tick)
             continue
         delay = None
-        try:
-            observer.claimed(message)
-            report = supervise(
-                handler, message, limits, job_timeout=job_timeout, clock=clock, tick=tick
-            )
-        except BaseException:
-            # Never leave a claimed job behind a heartbeat that outlives the loop.
-            if not message.settled:
-                _release(message, "the worker failed while supervising the job", 0.0)
-            raise
-        tally.add(report)
-        observer.settled(report)
+        # The claim itself can be slow (S3 throttling, botocore backing off): a
+        # job claimed past the point where none may start must not start.
+        late = limits.stop_reason()
+        with log_keys.about_job(message.id, message.attempt):
+            if late is not None:
+                report = _release(
+                    message, f"claimed too late to start: {late.value}", 0.0, started=False
+                )
+            else:
+                report = _run(message, handler, limits, observer, job_timeout, clock, tick)
+            tally.add(report)
+            observer.settled(report)
+        if report.storage_error is not None and polling is None:
+            # S3 failed while recording an outcome: say so (exit code 1, a failed
+            # invocation) rather than claim more work from a store that fails.
+            tally.stop_reason, tally.error = StopReason.STORAGE_ERROR, report.storage_error
+            return tally
+        if late is not None:
+            tally.stop_reason = late
+            return tally
+        if report.storage_error is not None:
+            log.warning("job %s: outcome not fully recorded; serving on", report.job_id)
+
+
+def _run(
+    message: Message,
+    handler: Handler,
+    limits: Limits,
+    observer: Observer,
+    job_timeout: float | None,
+    clock: Callable[[], float],
+    tick: float,
+) -> JobReport:
+    started = False
+    try:
+        observer.claimed(message)
+        started = True
+        return supervise(handler, message, limits, job_timeout=job_timeout, clock=clock, tick=tick)
+    except BaseException:
+        # Never leave a claimed job behind a heartbeat that outlives the loop.
+        if not message.settled:
+            _release(message, "the worker failed while supervising the job", 0.0, started=started)
+        raise
 
 
 def _idle(seconds: float, limits: Limits, clock: Callable[[], float], tick: float) -> None:
@@ -323,7 +391,10 @@ class _Call:
         self._thread.start()
 
     def _run(self) -> None:
+        # This thread's context is its own for its whole life: a handler
+        # abandoned after a release keeps its job here, never the next one's.
         _current.set(self._job)
+        log_keys.set_job(self._job.message.id, self._job.message.attempt)
         started = self._clock()
         try:
             result = self._handler(self._job.message.payload)
@@ -356,7 +427,8 @@ def _finish(message: Message, call: _Call) -> JobReport:
     except PailError as exc:
         # The heartbeat has stopped: the lease expires and the reaper retries the job.
         log.error("job %s: could not record its result: %s", message.id, exc)
-        return _report(message, Outcome.FAILED, call.duration, None, f"result not recorded: {exc}")
+        error = f"result not recorded (S3 failed): {exc}"
+        return _report(message, Outcome.UNRECORDED, call.duration, None, error, exc)
     if not recorded:
         error = "result not recorded: the lease was lost or the job had already finished"
         return _report(message, Outcome.FAILED, call.duration, None, error)
@@ -373,27 +445,42 @@ def _fail(message: Message, error: BaseException, duration: float) -> JobReport:
             message.id,
             exc,
         )
-        ending = None
+        if not _decided(message):
+            return _report(message, Outcome.UNRECORDED, duration, None, described, exc)
+        return _report(message, Outcome.FAILED, duration, None, described, exc)
     return _report(message, Outcome.FAILED, duration, ending, described)
 
 
-def _release(message: Message, reason: str, duration: float) -> JobReport:
+def _release(message: Message, reason: str, duration: float, *, started: bool = True) -> JobReport:
+    outcome = Outcome.RELEASED if started else Outcome.RETURNED
     try:
-        ending = message.release(reason)
+        ending = message.release(reason, started=started)
     except PailError as exc:
         log.error(
             "job %s: could not release its lease (%s); the reaper retries it when the lease expires",
             message.id,
             exc,
         )
-        ending = None
-    return _report(message, Outcome.RELEASED, duration, ending, reason)
+        if started and not _decided(message):
+            outcome = Outcome.UNRECORDED
+        return _report(message, outcome, duration, None, reason, exc)
+    return _report(message, outcome, duration, ending, reason)
+
+
+def _decided(message: Message) -> bool:
+    """True once the lease records the owner's decision (retry or dead-letter): the reaper finishes it."""
+    return message.lease.record.state != RUNNING
 
 
 def _report(
-    message: Message, outcome: Outcome, duration: float, ending: Ending | None, error: str | None
+    message: Message,
+    outcome: Outcome,
+    duration: float,
+    ending: Ending | None,
+    error: str | None,
+    storage_error: PailError | None = None,
 ) -> JobReport:
-    return JobReport(message.id, message.attempt, outcome, duration, ending, error)
+    return JobReport(message.id, message.attempt, outcome, duration, ending, error, storage_error)
 
 
 def _describe(error: BaseException) -> str:

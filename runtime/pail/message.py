@@ -130,16 +130,37 @@ class Message:
             settle.settle_quietly("fail", self.id, exc)
             return None
 
-    def release(self, reason: str) -> Ending | None:
-        """Give the job back now, before its lease would expire; the attempt counts as failed.
+    def release(self, reason: str, *, started: bool = True) -> Ending | None:
+        """Give the job back to the queue now, before its lease would expire.
 
         Used when this worker must stop (a Lambda near its timeout, a SIGTERM):
-        the job is claimable again at once, with ``reason`` recorded as its
-        last error, instead of waiting for the lease to expire. Counting the
-        attempt keeps a job that never fits in the time available from
-        cycling forever: it dead-letters like any other failing job.
+        the job is claimable again at once, never after a retry backoff.
+        ``started`` says whether the handler began this attempt:
+
+        * ``started=False`` (claimed, but too late to run it): the attempt is
+          not spent; the job goes back with the attempts and last error it had.
+        * ``started=True`` (the default): the attempt counts, with ``reason``
+          recorded as the job's last error (type ``LeaseReleased``), so a job
+          that never fits in the time available dead-letters once its retries
+          are spent instead of cycling forever.
+
+        Returns how the job ended, or None if the lease was lost.
         """
-        return self.fail(_ReleasedError(reason))
+        self._begin_settling()
+        info = ErrorInfo.from_exception(_ReleasedError(reason))
+        try:
+            return settle.release(
+                self._store,
+                self._keys,
+                self._lease,
+                info,
+                self._policy,
+                started=started,
+                stats=self._stats,
+            )
+        except LeaseLostError as exc:
+            settle.settle_quietly("release", self.id, exc)
+            return None
 
     def _begin_settling(self) -> None:
         if self._settled:

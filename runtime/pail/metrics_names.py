@@ -38,6 +38,9 @@ JOB_DURATION = "JobDuration"
 # Jobs a worker gave back unfinished because it had to stop (a Lambda near its
 # timeout, a SIGTERM); each is also counted in JobsFailed.
 JOBS_RELEASED = "JobsReleased"
+# Jobs a worker claimed too late to start (its claim ended inside the safety
+# margin) and handed back untouched: not processed, no attempt spent.
+JOBS_RETURNED = "JobsReturned"
 
 REAPER_METRICS: tuple[str, ...] = (
     PENDING_JOBS,
@@ -54,6 +57,7 @@ WORKER_METRICS: tuple[str, ...] = (
     JOBS_DEAD_LETTERED,
     JOB_DURATION,
     JOBS_RELEASED,
+    JOBS_RETURNED,
 )
 
 

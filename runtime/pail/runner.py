@@ -13,6 +13,8 @@ SIGINT: they claim nothing more, let the running job finish within
 ``grace_period`` seconds, and otherwise give its lease back
 (``Message.release``) so another worker can claim it at once. A second
 signal releases the job without waiting for the rest of the grace period.
+A job whose claim was still in flight when the signal came is handed back
+before its handler starts, its attempt not spent (``returned``).
 The time budget only bounds claiming: a job started inside it runs to its
 end (bounded by ``job_timeout`` if set).
 
@@ -23,8 +25,9 @@ Exit codes of ``main_work_once`` and ``main_work`` (``python -m pail.runner``):
       outcome, which is recorded on each job), the queue was empty
       (``EXIT_EMPTY``, unless ``--empty-exit-code`` says otherwise), a job
       count or time budget was reached, or a signal stopped it cleanly.
-1     ``EXIT_ERROR``: S3 kept failing (after botocore's retries), or an
-      unexpected error.
+1     ``EXIT_ERROR``: S3 kept failing (after botocore's retries) on a claim
+      or while a job's outcome was recorded (``work-once``; the summary's
+      ``error`` says which), or an unexpected error.
 2     ``EXIT_CONFIG``: bad configuration: no bucket, a handler that cannot be
       imported or called, an invalid setting, a missing bucket, denied access.
 ====  ==========================================================================
@@ -78,7 +81,13 @@ _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run did. ``processed == succeeded + failed``; released jobs count as failed."""
+    """What a run did. ``processed == succeeded + failed + unrecorded``; released jobs count as failed.
+
+    ``returned`` jobs were claimed as the run was stopping and handed back
+    before their handler started (not processed, no attempt spent);
+    ``unrecorded`` ones ran, but S3 failed before their outcome was recorded
+    (the reaper retries them once their lease expires).
+    """
 
     processed: int
     succeeded: int
@@ -88,6 +97,10 @@ class RunSummary:
     released: int = 0
     retried: int = 0
     dead_lettered: int = 0
+    returned: int = 0
+    unrecorded: int = 0
+    error: str | None = None
+    """The storage error that stopped the run (``storage_error``), if any."""
 
     @classmethod
     def from_tally(cls, tally: Tally) -> RunSummary:
@@ -99,6 +112,9 @@ class RunSummary:
             released=tally.released,
             retried=tally.retried,
             dead_lettered=tally.dead_lettered,
+            returned=tally.returned,
+            unrecorded=tally.unrecorded,
+            error=str(tally.error) if tally.error else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -109,7 +125,10 @@ class RunSummary:
             "released": self.released,
             "retried": self.retried,
             "dead_lettered": self.dead_lettered,
+            "returned": self.returned,
+            "unrecorded": self.unrecorded,
             "stop_reason": self.stop_reason,
+            "error": self.error,
         }
 
 
@@ -318,7 +337,7 @@ def run(
     >>> queue = Pail(MemoryStore("jobs"))
     >>> _ = queue.enqueue({"n": 2})
     >>> run(queue, lambda p: p["n"] * 2, once=True, install_signal_handlers=False)
-    RunSummary(processed=1, succeeded=1, failed=0, stop_reason='max_jobs', released=0, retried=0, dead_lettered=0)
+    RunSummary(processed=1, succeeded=1, failed=0, stop_reason='max_jobs', released=0, retried=0, dead_lettered=0, returned=0, unrecorded=0, error=None)
     """
     if max_jobs is not None and max_jobs < 1:
         raise ConfigurationError(f"max_jobs must be >= 1, got {max_jobs}")

@@ -118,7 +118,7 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
             job_id,
             # A retrying lease is an attempt that failed: the job waits for its retry.
             JobState.PENDING if record.state == RETRYING else JobState.RUNNING,
-            record.attempt,
+            record.attempts_used if record.state == RETRYING else record.attempt,
             _enqueued_at(job_id, record.enqueued_at),
             running.last_modified,
             record.error,

@@ -198,6 +198,7 @@ def test_given_a_drain_when_it_ends_then_emf_metrics_carry_only_the_queue_dimens
         "JobsRetried": "Count",
         "JobsDeadLettered": "Count",
         "JobsReleased": "Count",
+        "JobsReturned": "Count",
         "JobDuration": "Milliseconds",
     }
     assert metric_values(records, "JobsProcessed") == [3]

@@ -20,22 +20,28 @@ arguments to ``lambda_worker`` win over them.
 and runs jobs one after another until a claim finds none, or until the
 invocation's remaining time (``context.get_remaining_time_in_millis()``)
 falls below the safety margin: no job is started with less than the margin
-left. A job still running when the remaining time falls to half the margin
-(``release_reserve``) gets its lease released: the job is claimable again at
-once, and its status records the release (error type ``LeaseReleased``). The
+left. The margin is checked before each claim and again after it, before the
+handler starts: a job whose claim ended inside the margin is returned to the
+queue untouched (its attempt is not spent). A job still running when the
+remaining time falls to half the margin (``release_reserve``) gets its lease
+released: the job is claimable again at once (never after a retry backoff),
+and its status records the release (error type ``LeaseReleased``). That
 attempt counts, so a job that never fits dead-letters instead of cycling.
 
 **It returns** a summary: ``processed``, ``succeeded``, ``failed``,
-``retried``, ``dead_lettered``, ``released``, ``stop_reason`` (``empty``,
-``time_budget``, ``max_jobs``, ``storage_error``), ``trigger`` and ``queue``
-(plus an empty ``batchItemFailures`` for SQS, so no message is redelivered:
-the event only woke the worker).
+``retried``, ``dead_lettered``, ``released``, ``returned``, ``unrecorded``,
+``stop_reason`` (``empty``, ``time_budget``, ``max_jobs``, ``storage_error``),
+``trigger`` and ``queue`` (plus an empty ``batchItemFailures`` for SQS, so no
+message is redelivered: the event only woke the worker). If S3 fails on a
+claim or while an outcome is recorded, the invocation raises instead, after
+publishing its metrics, so Lambda's retry and ``Errors`` metric see it.
 
 **Observability** (Powertools, see ``pail.aws.observability``): every log line
-carries ``queue``, and while a job runs ``job_id`` and ``attempt``; the
-metrics ``JobsProcessed``, ``JobsFailed``, ``JobsRetried``,
-``JobsDeadLettered``, ``JobsReleased`` and ``JobDuration`` go out as EMF at the
-end of each invocation. Powertools is imported on the first invocation, not
+carries ``queue``, and a line logged by a job's handler thread, or about a
+job, carries its ``job_id`` and ``attempt`` (per thread: ``pail.log_keys``);
+the metrics ``JobsProcessed``, ``JobsFailed``, ``JobsRetried``,
+``JobsDeadLettered``, ``JobsReleased``, ``JobsReturned`` and ``JobDuration`` go
+out as EMF at the end of each invocation. Powertools is imported on the first invocation, not
 here, so a module that defines ``handler = lambda_worker(run)`` also imports
 where Powertools is not installed (a Fargate image running ``run``).
 """
@@ -48,7 +54,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pail import config, metrics_names
+from pail import config, log_keys, metrics_names
 from pail.aws.triggers import SQS, describe_trigger
 from pail.drain import JobReport, Outcome, StopReason, Tally, drain
 from pail.envparse import read_count, read_seconds
@@ -185,9 +191,11 @@ class LambdaWorker:
             self._max_jobs if self._max_jobs is not None else read_count(config.ENV_MAX_JOBS, env)
         )
         service = observability.WORKER_SERVICE
+        logger = self._logger or observability.build_logger(service, env)
+        log_keys.install(logger.registered_handler)
         return _Runtime(
             pail=pail,
-            logger=self._logger or observability.build_logger(service, env),
+            logger=logger,
             metrics=self._metrics or observability.build_metrics(pail.keys.namespace),
             tracer=self._tracer or observability.build_tracer(service, env),
             margin=margin,
@@ -260,7 +268,9 @@ class LambdaWorker:
             summary["batchItemFailures"] = []
         runtime.logger.info("worker finished", **tally.to_json())
         if tally.error is not None:
-            raise tally.error  # S3 kept failing: fail the invocation so it shows and retries
+            # S3 kept failing (on a claim, or while recording an outcome): fail the
+            # invocation so that it shows in Errors and Lambda retries it.
+            raise tally.error
         return summary
 
 
@@ -317,7 +327,9 @@ class _Observer:
         self.durations_ms: list[float] = []
 
     def claimed(self, message: Message) -> None:
-        self._logger.append_keys(job_id=message.id, attempt=message.attempt)
+        # job_id and attempt come from pail.log_keys, per thread: never appended
+        # to the logger, where an abandoned handler's late lines would pick up
+        # the next job's keys.
         if self._tracer is not None:
             segment = self._span.enter_context(self._tracer.provider.in_subsegment("## pail job"))
             segment.put_annotation("job_id", message.id)
@@ -326,7 +338,8 @@ class _Observer:
 
     def settled(self, report: JobReport) -> None:
         self.tally.add(report)
-        self.durations_ms.append(report.duration * 1000)
+        if report.outcome is not Outcome.RETURNED:
+            self.durations_ms.append(report.duration * 1000)
         fields: dict[str, Any] = {
             "outcome": report.outcome.value,
             "duration_ms": round(report.duration * 1000, 1),
@@ -337,10 +350,11 @@ class _Observer:
             fields["error"] = report.error
         if report.outcome is Outcome.SUCCEEDED:
             self._logger.info("job succeeded", **fields)
+        elif report.outcome is Outcome.RETURNED and report.storage_error is None:
+            self._logger.info("job returned unstarted", **fields)
         else:
             self._logger.warning(f"job {report.outcome.value}", **fields)
         self._span.close()
-        self._logger.remove_keys(["job_id", "attempt"])
 
     def publish(self, metrics: EphemeralMetrics) -> None:
         from pail.aws.observability import COUNT, MILLISECONDS
@@ -358,6 +372,7 @@ class _Observer:
             (metrics_names.JOBS_RETRIED, tally.retried),
             (metrics_names.JOBS_DEAD_LETTERED, tally.dead_lettered),
             (metrics_names.JOBS_RELEASED, tally.released),
+            (metrics_names.JOBS_RETURNED, tally.returned),
         ):
             metrics.add_metric(name=name, unit=COUNT, value=value)
         metrics.flush_metrics()

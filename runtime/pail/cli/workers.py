@@ -28,7 +28,8 @@ EXIT_HELP = f"""\b
 Exit codes (pail.runner's):
   {runner.EXIT_OK}  ran and stopped normally: jobs processed (each job's outcome is
      recorded on the job), queue empty, a limit reached, or SIGTERM/SIGINT
-  {runner.EXIT_ERROR}  S3 kept failing after retries, or an unexpected error
+  {runner.EXIT_ERROR}  S3 kept failing after retries (on a claim, or while recording a
+     job's outcome), or an unexpected error
   {runner.EXIT_CONFIG}  configuration: no bucket or handler, a handler that cannot be
      imported, an invalid setting, a missing bucket, denied access"""
 
@@ -130,10 +131,13 @@ def _run(
         raise CommandError(str(exc), runner.EXIT_ERROR) from exc
     out = opts.output()
     if not opts.json:
+        unrecorded = f", {summary.unrecorded} not recorded" if summary.unrecorded else ""
         out.note(
             f"processed {summary.processed} job(s): {summary.succeeded} succeeded, "
-            f"{summary.failed} failed; stopped: {summary.stop_reason}"
+            f"{summary.failed} failed{unrecorded}; stopped: {summary.stop_reason}"
         )
+    if summary.error:
+        click.echo(f"pail: S3 kept failing: {summary.error}", err=True)
     out.line(to_json_text(summary.to_json()))
     ctx.exit(runner.exit_code(summary, empty=empty_exit_code))
 

@@ -149,7 +149,7 @@ class Reaper:
             delete_if_unchanged(self._store, self._keys.run(job_id), etag)
             report.cleaned += 1
             return
-        if record.state == DYING or self._policy.exhausted(record.attempt):
+        if record.state == DYING or self._policy.exhausted(record.attempts_used):
             error = record.error if record.state == DYING else _expired(record, final=True)
             ending = transitions.dead_letter(
                 self._store, self._keys, record, etag, error=error, raw=raw, stats=self._stats
@@ -167,7 +167,7 @@ class Reaper:
             self._keys,
             record,
             etag,
-            attempts=record.attempt,
+            attempts=record.attempts_used,
             error=error,
             stats=self._stats,
         )
@@ -183,11 +183,13 @@ class Reaper:
         entry is unchanged, so its If-Match holds) after this reaper dropped
         the lease, leaving the job with no object at all. So the reaper does
         step 3 itself, and then ends the expired attempt like any other. An
-        entry with as many attempts as the lease is a retry already written.
+        entry with as many attempts as the lease has used is a retry already
+        written (for a release before the handler started, one fewer than the
+        lease's attempt: it was not spent).
         """
         try:
             envelope = Envelope.decode(pending.body)
-            if envelope.cancelled or envelope.attempts >= record.attempt:
+            if envelope.cancelled or envelope.attempts >= record.attempts_used:
                 return False  # a cancelled entry is the job's end: a claim finishes it
         except DecodeError:
             return False  # garbage under queue/: a claimer dead-letters it

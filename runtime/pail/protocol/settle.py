@@ -2,10 +2,10 @@
 
 Each first proves it still owns the lease. ``complete`` renews only when the
 lease is close to expiry (a success needs no commit record: ``done/{id}`` is
-created once, so a late duplicate cannot overwrite it). ``fail`` always
-rewrites the lease to record its decision; that write is fenced by
-``If-Match`` and is the commit point the reaper resumes from if the owner
-dies before finishing.
+created once, so a late duplicate cannot overwrite it). ``fail`` and
+``release`` always rewrite the lease to record their decision; that write is
+fenced by ``If-Match`` and is the commit point the reaper resumes from if the
+owner dies before finishing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pail.codec import (
     ErrorInfo,
     encode_result,
 )
-from pail.errors import LeaseLostError
+from pail.errors import LeaseLostError, StorageError
 from pail.features.retry import RetryPolicy
 from pail.keys import Keys
 from pail.protocol import transitions
@@ -81,10 +81,17 @@ def complete(
         stats=stats,
         reason="done",
     )
-    delete_if_unchanged(store, lease.key, lease.etag)
     if written is None:
+        delete_if_unchanged(store, lease.key, lease.etag)
         log.warning("job %s already had an outcome; this result was dropped", lease.job_id)
-    return written is not None
+        return False
+    try:
+        delete_if_unchanged(store, lease.key, lease.etag)
+    except StorageError as exc:
+        # The result is recorded, which is what counts; the reaper deletes the
+        # lease once it expires (it finds done/{id}).
+        log.warning("job %s: result recorded, but its lease was not removed: %s", lease.job_id, exc)
+    return True
 
 
 def fail(
@@ -105,6 +112,49 @@ def fail(
         # the job once this lease is older than ``retry_after``.
         lease.renew(state=RETRYING, error=error, retry_after=backoff)
         return transitions.Ending.REQUEUED
+    lease.renew(state=DYING if dying else RETRYING, error=error)
+    record, etag = lease.record, lease.etag
+    if dying:
+        return transitions.dead_letter(store, keys, record, etag, error=error, stats=stats)
+    return transitions.requeue(
+        store, keys, record, etag, attempts=attempt, error=error, stats=stats
+    )
+
+
+def release(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    reason: ErrorInfo,
+    policy: Policy,
+    *,
+    started: bool,
+    stats: WriteStats | None = None,
+) -> transitions.Ending:
+    """Give the job back to the queue now: a release never waits out a retry backoff.
+
+    ``started`` says whether the handler began this attempt. If it did not
+    (the job was claimed too late to run), the attempt is not spent: the job
+    goes back exactly as it was, with the attempts and the last error it had.
+    If it did, the attempt counts and ``reason`` becomes the job's last error,
+    so a job that never fits the time available dead-letters once its retries
+    are spent instead of cycling forever.
+    """
+    attempt = lease.record.attempt
+    if not started:
+        lease.renew(state=RETRYING, uncounted=True)
+        record = lease.record
+        return transitions.requeue(
+            store,
+            keys,
+            record,
+            lease.etag,
+            attempts=record.attempts_used,
+            error=record.error,
+            stats=stats,
+        )
+    error = ErrorInfo(reason.type, reason.message, reason.traceback, attempt)
+    dying = policy.exhausted(attempt)
     lease.renew(state=DYING if dying else RETRYING, error=error)
     record, etag = lease.record, lease.etag
     if dying:
