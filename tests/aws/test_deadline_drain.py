@@ -88,7 +88,9 @@ def test_given_a_deadline_that_shrinks_faster_than_jobs_run_then_no_job_starts_i
     for _ in range(200):  # a bound, far above what 30 jobs need
         slow.context = FakeContext(remaining=rng.uniform(MARGIN + 0.5, 9.0))
         summary = handler({}, slow.context)
-        totals.update({k: summary.get(k, 0) for k in ("processed", "returned", "released", "failed")})
+        totals.update(
+            {k: summary.get(k, 0) for k in ("processed", "returned", "released", "failed")}
+        )
         if summary["stop_reason"] == "empty":
             break
 
