@@ -333,7 +333,7 @@ class PailQueue(Construct):
 
     @property
     def queue_dimension(self) -> str:
-        """The queue's name in metrics and descriptions: its namespace, or ``default``."""
+        """The queue's name in metrics and descriptions: its namespace, or ``_default``."""
         return metrics_names.queue_dimension(self.namespace)
 
     @property

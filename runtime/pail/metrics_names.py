@@ -5,7 +5,10 @@ The reaper and the workers emit these as CloudWatch embedded metric format
 two cannot drift.
 
 Every metric carries one dimension, ``queue``, whose value is the queue's
-namespace, or ``default`` for the queue without one.
+namespace, or ``_default`` for the queue without one: a value no namespace can
+take (a namespace starts with a letter or digit), so a queue namespaced
+``default`` never shares its metrics and alarms with the bucket's queue
+without a namespace.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ NAMESPACE = "Pail"
 DIMENSION_QUEUE = "queue"
 """The one dimension of every pail metric: which queue it is about."""
 
-DEFAULT_QUEUE_DIMENSION = "default"
-"""The ``queue`` dimension value of the queue that has no namespace."""
+DEFAULT_QUEUE_DIMENSION = "_default"
+"""The ``queue`` dimension value of the queue that has no namespace (no namespace can be it)."""
 
 # Gauges the reaper emits on every run.
 PENDING_JOBS = "PendingJobs"
@@ -64,7 +67,7 @@ WORKER_METRICS: tuple[str, ...] = (
 def queue_dimension(namespace: str) -> str:
     """The ``queue`` dimension value for a queue namespace.
 
-    >>> queue_dimension("reports"), queue_dimension("")
-    ('reports', 'default')
+    >>> queue_dimension("reports"), queue_dimension(""), queue_dimension("default")
+    ('reports', '_default', 'default')
     """
     return namespace or DEFAULT_QUEUE_DIMENSION

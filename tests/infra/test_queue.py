@@ -286,7 +286,7 @@ def _alarm(namespace: str, metric: str, threshold: float) -> dict[str, object]:
 def test_given_default_queue_when_synthesised_then_alarms_watch_dead_letters_and_backlog_age(
     example_template: Template,
 ) -> None:
-    for queue in ("default", "exports"):
+    for queue in (metrics_names.queue_dimension(""), "exports"):
         example_template.has_resource_properties(
             "AWS::CloudWatch::Alarm",
             _alarm(queue, metrics_names.DEAD_LETTERED_JOBS, 0) | {"Period": 300},
