@@ -11,6 +11,13 @@ The oldest pending age is measured on the server's clock (the listing's
 ``Date`` minus the object's ``LastModified``), like lease expiry: it is how
 long the job has waited in its current pending entry, so a job requeued after
 a failed attempt counts from its requeue.
+
+Given the visibility timeout, it also counts the **live** leases: those
+written within the timeout (plus the one-second resolution of ``Date``). A
+worker renews its lease every third of the timeout, so a live lease is one a
+worker holds; an older one is a worker that died, or a job waiting out a
+retry backoff (its owner stopped renewing when it decided the retry). Only
+live leases mean a worker is running.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from datetime import UTC, datetime
 
 from pail.features import delay
 from pail.keys import DLQ, QUEUE, RUN, Keys
+from pail.protocol.reaper import CLOCK_RESOLUTION
 from pail.store.base import Store
 
 DEFAULT_MAX_PAGES = 10
@@ -36,11 +44,19 @@ class Depth:
     oldest_pending_age: float | None
     """Seconds the oldest pending entry has waited, by the server's clock; None when none wait."""
     complete: bool = True
+    live: int | None = None
+    """Leases renewed within the visibility timeout (workers at work); None if not measured."""
+
+    @property
+    def working(self) -> int:
+        """Leases held by a live worker: ``live`` when measured, else every lease (``running``)."""
+        return self.running if self.live is None else self.live
 
     def to_json(self) -> dict[str, object]:
         return {
             "pending": self.pending,
             "running": self.running,
+            "live_leases": self.live,
             "dead_lettered": self.dead_lettered,
             "oldest_pending_age": self.oldest_pending_age,
             "complete": self.complete,
@@ -52,12 +68,21 @@ class _Count:
     count: int
     complete: bool
     oldest_age: float | None
+    younger: int
+    """How many were written at most ``live_within`` seconds ago."""
 
 
 def measure_depth(
-    store: Store, keys: Keys, *, max_pages: int = DEFAULT_MAX_PAGES, page_size: int = PAGE_SIZE
+    store: Store,
+    keys: Keys,
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    page_size: int = PAGE_SIZE,
+    visibility_timeout: float | None = None,
 ) -> Depth:
     """Count pending, running and dead-lettered jobs, reading at most ``max_pages`` pages of each.
+
+    With ``visibility_timeout``, also count the live leases (``Depth.live``).
 
     >>> from pail import Pail, MemoryStore
     >>> queue = Pail(MemoryStore("jobs"))
@@ -66,8 +91,9 @@ def measure_depth(
     >>> depth.pending, depth.running, depth.dead_lettered, depth.complete
     (1, 0, 0, True)
     """
+    live_within = None if visibility_timeout is None else visibility_timeout + CLOCK_RESOLUTION
     pending = _count(store, keys.prefix(QUEUE), max_pages, page_size, keys)
-    running = _count(store, keys.prefix(RUN), max_pages, page_size)
+    running = _count(store, keys.prefix(RUN), max_pages, page_size, live_within=live_within)
     dead = _count(store, keys.prefix(DLQ), max_pages, page_size)
     return Depth(
         pending=pending.count,
@@ -75,19 +101,28 @@ def measure_depth(
         dead_lettered=dead.count,
         oldest_pending_age=pending.oldest_age,
         complete=pending.complete and running.complete and dead.complete,
+        live=None if live_within is None else running.younger,
     )
 
 
 def _count(
-    store: Store, prefix: str, max_pages: int, page_size: int, keys: Keys | None = None
+    store: Store,
+    prefix: str,
+    max_pages: int,
+    page_size: int,
+    keys: Keys | None = None,
+    *,
+    live_within: float | None = None,
 ) -> _Count:
-    count = 0
+    count = younger = 0
     oldest: float | None = None
     token: str | None = None
     for _ in range(max_pages):
         page = store.list(prefix, max_keys=page_size, continuation=token)
         count += len(page.items)
         for item in page.items:
+            written = (page.server_time - item.last_modified).total_seconds()
+            younger += live_within is not None and written <= live_within
             since = item.last_modified
             delayed = delay.parse(keys, item.key) if keys is not None else None
             if delayed is not None:
@@ -97,5 +132,5 @@ def _count(
             oldest = age if oldest is None else max(oldest, age)
         token = page.next_token
         if token is None:
-            return _Count(count, True, oldest)
-    return _Count(count, False, oldest)
+            return _Count(count, True, oldest, younger)
+    return _Count(count, False, oldest, younger)

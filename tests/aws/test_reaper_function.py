@@ -84,6 +84,7 @@ def test_given_pending_running_and_dead_jobs_when_the_reaper_runs_then_it_publis
     assert summary["depth"] == {
         "pending": 2,
         "running": 1,
+        "live_leases": 1,
         "dead_lettered": 1,
         "oldest_pending_age": summary["depth"]["oldest_pending_age"],
         "complete": True,

@@ -87,9 +87,9 @@ def test_given_two_queues_in_one_bucket_when_synthesised_then_lifecycle_expires_
     example_template: Template,
 ) -> None:
     rules = [
-        {"Id": "pail-default-results", "Prefix": DONE, "ExpirationInDays": 7, "Status": "Enabled"},
+        {"Id": "pail-_default-results", "Prefix": DONE, "ExpirationInDays": 7, "Status": "Enabled"},
         {
-            "Id": "pail-default-dead-letters",
+            "Id": "pail-_default-dead-letters",
             "Prefix": DLQ,
             "ExpirationInDays": 30,
             "Status": "Enabled",
@@ -117,7 +117,7 @@ def test_given_two_queues_in_one_bucket_when_synthesised_then_lifecycle_expires_
                         Match.object_like(rules[1]),
                         Match.object_like(
                             {
-                                "Id": "pail-default-multipart",
+                                "Id": "pail-_default-multipart",
                                 "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
                             }
                         ),
@@ -152,7 +152,7 @@ def test_given_default_queue_when_synthesised_then_cors_allows_browsers_to_get_r
             "CorsConfiguration": {
                 "CorsRules": [
                     {
-                        "Id": "pail-default-results",
+                        "Id": "pail-_default-results",
                         "AllowedMethods": ["GET", "HEAD"],
                         "AllowedOrigins": ["*"],
                         "ExposedHeaders": ["ETag"],

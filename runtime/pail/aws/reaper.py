@@ -20,7 +20,9 @@ Each run:
    dead-lettered (so one alarm on ``JobsDeadLettered`` sees workers' and the
    reaper's dead letters alike).
 4. **Self-heals** (when ``PAIL_WORKER_FUNCTION`` names the worker Lambda): if
-   jobs are pending, no worker holds a lease, and the oldest pending job has
+   jobs are pending, no worker holds a live lease (one renewed within the
+   visibility timeout: a job waiting out a retry backoff holds none), and the
+   oldest pending job has
    waited ``PAIL_SELF_HEAL_AFTER_SECONDS`` (default 60), no worker is running
    and the S3 notification that should have woken one was lost; it invokes
    the worker asynchronously, at most once per that many seconds. The worker
@@ -63,12 +65,17 @@ DEFAULT_SELF_HEAL_AFTER = 60.0
 def self_heal_reason(depth: Depth, *, after: float) -> str | None:
     """Why a worker should be woken, or None: jobs wait, none runs, and the oldest waited ``after`` s.
 
+    A worker runs while it holds a live lease (``Depth.working``). A lease
+    nobody renews (a job waiting out a retry backoff, a dead worker's) is not one.
+
     >>> self_heal_reason(Depth(pending=3, running=0, dead_lettered=0, oldest_pending_age=90.0), after=60)
     '3 job(s) pending, the oldest for 90 s, and no worker holds a lease'
     >>> self_heal_reason(Depth(pending=3, running=1, dead_lettered=0, oldest_pending_age=90.0), after=60)
+    >>> self_heal_reason(Depth(3, running=1, dead_lettered=0, oldest_pending_age=90.0, live=0), after=60)
+    '3 job(s) pending, the oldest for 90 s, and no worker holds a lease'
     """
     age = depth.oldest_pending_age
-    if depth.pending == 0 or depth.running > 0 or age is None or age < after:
+    if depth.pending == 0 or depth.working > 0 or age is None or age < after:
         return None
     return (
         f"{depth.pending} job(s) pending, the oldest for {age:.0f} s, and no worker holds a lease"
@@ -179,7 +186,10 @@ class ReaperFunction:
                 runtime.logger.exception("reaping failed")
                 report, failure = ReapReport(complete_pass=False), exc
             depth = measure_depth(
-                runtime.pail.store, runtime.pail.keys, max_pages=self._depth_pages
+                runtime.pail.store,
+                runtime.pail.keys,
+                max_pages=self._depth_pages,
+                visibility_timeout=runtime.pail.visibility_timeout,
             )
             healed, reason = self._self_heal(runtime, depth)
         self._publish(runtime.metrics, report, depth, healed)
