@@ -14,8 +14,9 @@ derived from the protocol (``docs/protocol.md`` and ``pail.protocol``):
   ``queue/``.
 * **The reaper** lists ``run/`` for expired leases and every prefix for the
   depth metrics; it fences and deletes leases, requeues under ``queue/`` and
-  dead-letters under ``done/`` and ``dlq/``. It never deletes a pending entry,
-  a result or a dead letter.
+  dead-letters under ``done/`` and ``dlq/``, and keeps its position in
+  ``run/`` under ``_pail/``. It never deletes a pending entry, a result or a
+  dead letter.
 * **Result readers** get ``done/{id}``.
 
 Two S3 rules shape the statements:
@@ -42,7 +43,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, Keys
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, SYSTEM, Keys
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -71,9 +72,16 @@ ENQUEUE_KEYED = Access(
     lists=(*ALL_PREFIXES, DEDUP),
 )
 CONSUME = Access(objects=dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), lists=ALL_PREFIXES)
+# The reaper also keeps where its last pass over run/ stopped, under _pail/.
 REAP = Access(
-    objects={QUEUE: _READ_WRITE, RUN: _READ_WRITE_DELETE, DONE: _READ_WRITE, DLQ: _READ_WRITE},
-    lists=ALL_PREFIXES,
+    objects={
+        QUEUE: _READ_WRITE,
+        RUN: _READ_WRITE_DELETE,
+        DONE: _READ_WRITE,
+        DLQ: _READ_WRITE,
+        SYSTEM: _READ_WRITE,
+    },
+    lists=(*ALL_PREFIXES, SYSTEM),
 )
 READ_RESULTS = Access(objects={DONE: (GET,)}, lists=(DONE,))
 READ_STATUS = Access(objects=dict.fromkeys(ALL_PREFIXES, (GET,)), lists=ALL_PREFIXES)

@@ -29,6 +29,12 @@ ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ)
 # Not a job state: dedup key records (``pail.features.dedup``), named by a digest.
 DEDUP = "keys/"
 
+# Not a job state: pail's own bookkeeping, such as where the reaper's last pass
+# stopped (``pail.protocol.reap_cursor``). It starts with "_", which no namespace
+# can, so no queue's keys (or grants on them) ever fall under another's.
+SYSTEM = "_pail/"
+REAP_CURSOR = "reap-cursor"
+
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
@@ -89,6 +95,14 @@ class Keys:
 
     def dedup(self, digest: str) -> str:
         return f"{self.root}{DEDUP}{digest}"
+
+    def reap_cursor(self) -> str:
+        """The object that says where the reaper's next pass over ``run/`` starts.
+
+        >>> Keys("reports").reap_cursor()
+        'reports/_pail/reap-cursor'
+        """
+        return f"{self.root}{SYSTEM}{REAP_CURSOR}"
 
     def job_id(self, key: str) -> str:
         """The job id of any key of this queue (the part after the state prefix)."""

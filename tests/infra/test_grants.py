@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, SYSTEM
 
 from .conftest import Synthesis
 from .helpers import Statement, condition, logical_id, render, s3_statements, statements
@@ -97,9 +97,9 @@ def test_given_reaper_when_synthesised_then_least_privilege_for_reaping(
     worker = logical_id(template, "AWS::Lambda::Function", "ReportWorkerFunction")
     logs = logical_id(template, "AWS::Logs::LogGroup", "JobsReaperLogs")
     assert statements(template, "JobsReaperRole") == {
-        Statement((GET, PUT), _objects(bucket, "", QUEUE, DONE, DLQ)),
+        Statement((GET, PUT), _objects(bucket, "", QUEUE, DONE, DLQ, SYSTEM)),
         Statement((DELETE, GET, PUT), _objects(bucket, "", RUN)),
-        _listing(bucket, "", *ALL_PREFIXES),
+        _listing(bucket, "", *ALL_PREFIXES, SYSTEM),
         Statement(("logs:CreateLogStream", "logs:PutLogEvents"), (f"<{logs}.Arn>",)),
         # Self-healing: the reaper may start the worker function, that one only.
         Statement(("lambda:InvokeFunction",), (f"<{worker}.Arn>",)),
@@ -150,7 +150,7 @@ def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
                         assert rendered != "*", statement
                         if rendered.endswith("*"):
                             assert rendered.endswith(
-                                tuple(f"/{p}*" for p in (*ALL_PREFIXES, DEDUP))
+                                tuple(f"/{p}*" for p in (*ALL_PREFIXES, DEDUP, SYSTEM))
                             ), rendered
                         else:
                             assert actions == [LIST] and "Condition" in statement, statement

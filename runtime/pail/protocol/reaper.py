@@ -10,8 +10,12 @@ ETag it listed (the fence: the old owner's next renewal now fails, and a
 lease renewed since the listing is left alone), then finishes whatever the
 owner left undone, using the same idempotent steps the owner uses.
 
-Each pass reads a bounded number of pages and remembers where it stopped, so
-its cost per run is bounded however many jobs are running.
+Each pass reads a bounded number of pages (``max_pages`` of ``page_size``
+leases), so its cost per run is bounded however many jobs are running, and
+starts where the previous pass stopped: the position is kept in the bucket
+(``reap_cursor``), so a one-shot reaper in a fresh process continues the walk
+too. With ``R`` leases under ``run/``, every lease is looked at within
+``ceil(R / (max_pages * page_size)) + 1`` passes.
 """
 
 from __future__ import annotations
@@ -28,17 +32,35 @@ from pail.codec import (
     ErrorInfo,
     LeaseRecord,
 )
-from pail.errors import ConditionFailedError, DecodeError
+from pail.errors import ConditionFailedError, DecodeError, StorageError
 from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import transitions
+from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.store.base import ObjectInfo, Store, StoredObject
+from pail.store.base import ListPage, ObjectInfo, Store, StoredObject
 
 log = logging.getLogger("pail")
 
 CLOCK_RESOLUTION = 1.0
+DEFAULT_PAGE_SIZE = 1000
+DEFAULT_MAX_PAGES = 10
+
+
+def passes_to_cover(
+    leases: int, *, page_size: int = DEFAULT_PAGE_SIZE, max_pages: int = DEFAULT_MAX_PAGES
+) -> int:
+    """The most reaper passes it takes to look at each of ``leases`` leases, from any position.
+
+    A pass reads ``max_pages * page_size`` leases from where the last one
+    stopped; one more pass covers a walk that started mid-way and wrapped.
+
+    >>> passes_to_cover(10_001), passes_to_cover(500), passes_to_cover(31, page_size=10, max_pages=2)
+    (3, 2, 3)
+    """
+    per_pass = max_pages * page_size
+    return -(-leases // per_pass) + 1
 
 
 @dataclass
@@ -53,6 +75,7 @@ class ReapReport:
     renewed: int = 0
     backing_off: int = 0
     complete_pass: bool = True
+    """True when this pass started at the top of ``run/`` and reached its end."""
     requeued_ids: list[str] = field(default_factory=list)
     dead_lettered_ids: list[str] = field(default_factory=list)
 
@@ -67,8 +90,8 @@ class Reaper:
         policy: Policy,
         *,
         stats: WriteStats | None = None,
-        page_size: int = 1000,
-        max_pages: int = 10,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        max_pages: int = DEFAULT_MAX_PAGES,
     ) -> None:
         self._store = store
         self._keys = keys
@@ -76,25 +99,56 @@ class Reaper:
         self._stats = stats
         self._page_size = page_size
         self._max_pages = max_pages
-        self._continuation: str | None = None
+        self._cursor = ReapCursor(store, keys, stats=stats)
+        self._position: Position | None = None
+        """Where this reaper's next pass starts; None until read from the bucket (first pass)."""
 
     def reap(self) -> ReapReport:
-        report = ReapReport()
+        """One pass: up to ``max_pages`` pages of ``run/`` from the stored position."""
+        report = ReapReport(complete_pass=False)
+        # A fresh process reads the stored position; a warm one keeps its own
+        # (and reads again after another reaper moved the stored one).
+        start = self._position if self._position is not None else self._cursor.load()
+        position = start
         for _ in range(self._max_pages):
-            page = self._store.list(
-                self._keys.prefix(RUN), max_keys=self._page_size, continuation=self._continuation
-            )
+            page = self._list(position, start)
             for item in page.items:
                 report.scanned += 1
                 age = (page.server_time - item.last_modified).total_seconds()
                 if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
                     report.expired += 1
                     self._reclaim(item, report, age)
-            self._continuation = page.next_token
             if page.next_token is None:
-                return report
-        report.complete_pass = False
+                # The end of run/: the next pass starts from the top again.
+                report.complete_pass = start.at_top
+                position = TOP
+                break
+            position = self._next(page)
+        self._position = position
+        if position != start and not self._cursor.save(position):
+            self._position = None
         return report
+
+    def _list(self, position: Position, start: Position) -> ListPage:
+        prefix = self._keys.prefix(RUN)
+        try:
+            return self._store.list(
+                prefix,
+                max_keys=self._page_size,
+                start_after=position.after,
+                continuation=position.token,
+            )
+        except StorageError:
+            if position != start or start.at_top or position.token is None:
+                raise
+            # A stored continuation token the store no longer accepts: from the top.
+            log.warning("reaper: its stored position was refused; starting from the top")
+            return self._store.list(prefix, max_keys=self._page_size)
+
+    def _next(self, page: ListPage) -> Position:
+        if self._store.ordered_listing and page.items:
+            return Position(after=page.items[-1].key)
+        return Position(token=page.next_token)
 
     def _reclaim(self, item: ObjectInfo, report: ReapReport, age: float) -> None:
         job_id = self._keys.job_id(item.key)

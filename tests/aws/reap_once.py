@@ -1,0 +1,43 @@
+"""One reaper pass in a process of its own, with the page size lowered: ``python -m tests.aws.reap_once``.
+
+A fresh process knows nothing of earlier passes but what the bucket holds,
+which is what a cron ``reap()``, ``pail reap`` or a cold reaper Lambda sees.
+Prints the pass's ``ReapReport`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+from pail import Pail
+from pail.local import ACCESS_KEY, REGION, SECRET_KEY
+from pail.protocol.reaper import Reaper
+from pail.protocol.settle import Policy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bucket")
+    parser.add_argument("endpoint_url")
+    parser.add_argument("--visibility-timeout", type=float, required=True)
+    parser.add_argument("--page-size", type=int, required=True)
+    parser.add_argument("--max-pages", type=int, required=True)
+    args = parser.parse_args()
+    queue = Pail.connect(
+        args.bucket,
+        endpoint_url=args.endpoint_url,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        region=REGION,
+    )
+    policy = Policy(max_retries=3, visibility_timeout=args.visibility_timeout)
+    reaper = Reaper(
+        queue.store, queue.keys, policy, page_size=args.page_size, max_pages=args.max_pages
+    )
+    print(json.dumps(dataclasses.asdict(reaper.reap())))
+
+
+if __name__ == "__main__":
+    main()
