@@ -47,6 +47,23 @@ class ConflictError(StorageError):
     """409 ConditionalRequestConflict kept coming back after retries."""
 
 
+class EnqueueUnknownError(StorageError):
+    """S3 failed after an enqueue's write was sent: the job may exist, under ``job_id``.
+
+    Its response was lost and the write sent again could not settle it
+    either. Never enqueue the payload again as a new job: send it again under
+    this id, ``pail.enqueue_many([payload], ids=[error.job_id])``, which a
+    job already there counts as enqueued.
+    """
+
+    def __init__(self, job_id: str, cause: BaseException) -> None:
+        super().__init__(
+            f"job {job_id} may have been enqueued (S3 failed after the write was sent: "
+            f"{cause}); send it again under this id, never as a new job"
+        )
+        self.job_id = job_id
+
+
 class PayloadError(PailError, TypeError):
     """A payload or a result cannot be encoded as JSON."""
 

@@ -29,10 +29,14 @@ from pail.config import (
     validate_visibility_timeout,
 )
 from pail.errors import (
+    AccessDeniedError,
+    BucketNotFoundError,
     ConditionFailedError,
     ConfigurationError,
     DecodeError,
+    EnqueueUnknownError,
     JobNotFoundError,
+    PailError,
     StorageError,
 )
 from pail.features import batch, cancel, dedup
@@ -60,6 +64,9 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 log = logging.getLogger("pail")
+
+_REFUSED = (BucketNotFoundError, AccessDeniedError, ConfigurationError)
+"""Errors that mean the server refused a write: it was not applied."""
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _DIRECTORY_BUCKET = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}--[a-z0-9-]+--x-s3$")
@@ -248,14 +255,24 @@ class Pail:
         due = due_for(priority, delay_feature.due_time(delay, not_before, now=now))
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due).id
-        job_id = new_job_id()
+        return self._put_pending(payload, new_job_id(), due=due, now=now)
+
+    def _put_pending(
+        self, payload: Any, job_id: str, *, due: datetime | None, now: datetime
+    ) -> str:
+        """Create the job's pending entry (create-only); its id, or an error.
+
+        Raises ``EnqueueUnknownError`` (with the id) when S3 failed after the
+        write was sent, and sending it once more did not settle whether it landed.
+        """
         envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
         body = envelope.encode()
         key = self._keys.queue(job_id)
         if due is not None:
             key = delay_feature.delayed_key(self._keys, due, job_id)
+        meta = {META_WRITE: envelope.write}
         try:
-            self._store.put(key, body, if_none_match=True, metadata={META_WRITE: envelope.write})
+            self._store.put(key, body, if_none_match=True, metadata=meta)
         except ConditionFailedError:
             self.write_stats.lost("enqueue")
             # Nobody else can hold a fresh ULID: this is our own earlier try,
@@ -264,7 +281,31 @@ class Pail:
             # A resend can also re-create an entry a worker already took and
             # finished; the claim's HEAD of done/{id} (its step 4) catches that.
             log.info("job %s: enqueued by an earlier try whose response was lost", job_id)
+        except _REFUSED:
+            raise  # the server refused the write: nothing was enqueued
+        except StorageError as exc:
+            return self._settle_unknown(key, body, meta, job_id, exc)
+        return job_id
+
+    def _settle_unknown(
+        self, key: str, body: bytes, meta: dict[str, str], job_id: str, cause: StorageError
+    ) -> str:
+        """The write may have landed with every response lost: send the very same one again.
+
+        Created, or refused because it is there (the first write's own: the id
+        is fresh), the job is enqueued. This is the resend botocore makes, so
+        the protocol already covers an entry re-created after its job ran
+        (the claim's HEAD of ``done/{id}`` drops it).
+        """
+        log.warning(
+            "job %s: enqueue failed after it was sent (%s); sending it again", job_id, cause
+        )
+        try:
+            self._store.put(key, body, if_none_match=True, metadata=meta)
+        except ConditionFailedError:
             return job_id
+        except PailError as again:
+            raise EnqueueUnknownError(job_id, again) from cause
         return job_id
 
     def enqueue_once(
@@ -296,14 +337,32 @@ class Pail:
         dedup.forget_key(self._store, self._keys, key)
 
     def enqueue_many(
-        self, payloads: Sequence[Any], *, max_workers: int = batch.DEFAULT_MAX_WORKERS
+        self,
+        payloads: Sequence[Any],
+        *,
+        ids: Sequence[str] | None = None,
+        max_workers: int = batch.DEFAULT_MAX_WORKERS,
     ) -> list[str]:
         """Enqueue every payload, ``max_workers`` PUTs at a time; return the ids in order.
 
-        Every item is attempted. If some fail, ``BatchEnqueueError`` says which
-        (``.errors`` by index) and carries the ids of the others (``.ids``).
+        Every item is attempted. If some were not enqueued, ``BatchEnqueueError``
+        says which: ``failed_indices`` surely were not (re-send them), and
+        ``unknown`` maps the items that may have been (S3 failed after their
+        write was sent) to their ids. Re-send those with ``ids=``: an item is
+        then created under the given id, and one already there counts as
+        enqueued, so a payload is never enqueued twice.
         """
-        return batch.enqueue_many(self.enqueue, payloads, max_workers=max_workers)
+        if ids is None:
+            chosen = [new_job_id() for _ in payloads]
+        else:
+            chosen = [validate_job_id(job_id) for job_id in ids]
+            if len(set(chosen)) != len(chosen):
+                raise ConfigurationError("enqueue_many: ids must be distinct")
+
+        def put(payload: Any, job_id: str) -> str:
+            return self._put_pending(payload, job_id, due=None, now=delay_feature.utc_now())
+
+        return batch.enqueue_many(put, payloads, chosen, max_workers=max_workers)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job; True if it is cancelled, False if it had already ended.

@@ -47,11 +47,12 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """What the script sees of a request: ``method``, the object ``key`` (path-style), ``query``."""
+    """What the script sees of a request: ``method``, object ``key`` (path-style), ``query``, ``body``."""
 
     method: str
     key: str
     query: str
+    body: bytes = b""
 
     def is_(self, method: str, prefix: str) -> bool:
         """True for ``method`` on a key under ``prefix`` (a LIST is a GET with the prefix in its query)."""
@@ -203,7 +204,7 @@ def _read_request(client: socket.socket) -> tuple[Request, bytes] | None:
         headers.append(header)
     body = _read_chunked(stream) if chunked else stream.read(length) if length else b""
     raw = line + b"".join(headers) + b"Connection: close\r\n\r\n" + body
-    return Request(method, key, unquote(query)), raw
+    return Request(method, key, unquote(query), body), raw
 
 
 def _read_chunked(stream: BinaryIO) -> bytes:
