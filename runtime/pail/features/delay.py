@@ -11,7 +11,14 @@ job id (``!`` sorts before digits and letters). The claim's one listing of
 - waiting entries are skipped by reading their key, at no request. If the
   page is all waiting entries, one more LIST starts after them.
 
-Due time is judged by the server's clock: the ``Date`` of that listing.
+Due time is judged by the server's clock: the ``Date`` of that listing. An
+absolute ``not_before`` is written into the key as given, even if the
+producer's clock says it has passed, so only the server's clock decides when
+it is due (a producer whose clock runs fast cannot make it claimable early).
+A relative ``delay`` counts from the producer's clock: a producer sees no
+server time before its write (one granted only ``PutObject`` can read
+nothing), so a producer clock off by a minute shifts a delayed job's due time
+by that minute.
 
 Promotion is crash-safe: a crash after the PUT leaves both entries, and the
 next promotion's create-only PUT finds the job pending (412) or taken; an
@@ -45,19 +52,32 @@ MAX_PROMOTIONS_PER_REFILL = 16
 MAX_LOOKUP_PAGES = 10
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The earliest due time a key can hold (13 digits of milliseconds since it)."""
+
+
 def utc_now() -> datetime:
-    """The producer's wall clock, from which ``delay`` counts (the simulation substitutes its own)."""
+    """The producer's wall clock, from which ``delay`` counts (the simulation substitutes its own).
+
+    Only a relative ``delay`` reads it: an absolute ``not_before`` is judged by
+    the server's clock alone.
+    """
     return datetime.now(UTC)
 
 
 def due_time(
     delay: float | timedelta | None, not_before: datetime | None, *, now: datetime
 ) -> datetime | None:
-    """When a job enqueued ``now`` becomes claimable, or None if at once.
+    """When a job enqueued ``now`` (the producer's clock) becomes claimable, or None if at once.
+
+    ``delay`` counts from ``now``. ``not_before`` is returned as given, whatever
+    ``now`` says: the server's clock judges it at claim time.
 
     >>> now = datetime(2026, 1, 1, tzinfo=UTC)
     >>> due_time(90, None, now=now).isoformat()
     '2026-01-01T00:01:30+00:00'
+    >>> due_time(None, datetime(2025, 12, 31, tzinfo=UTC), now=now).isoformat()
+    '2025-12-31T00:00:00+00:00'
     >>> due_time(None, None, now=now) is None
     True
     """
@@ -71,7 +91,9 @@ def due_time(
     if not_before is not None:
         if not_before.tzinfo is None:
             raise ConfigurationError("not_before must be timezone-aware (e.g. tzinfo=UTC)")
-        return not_before if not_before > now else None
+        # Never compared with the producer's clock: a fast one would make a
+        # future time look past and the job claimable early.
+        return max(not_before, EPOCH)
     return None
 
 
