@@ -19,6 +19,7 @@ origin, so the page works against it as is.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -146,11 +147,25 @@ class _PageHandler(BaseHTTPRequestHandler):
 
 
 class _PageHTTPServer(ThreadingHTTPServer):
+    """One thread per request, a listen backlog for bursts, and quiet about clients that hang up."""
+
     daemon_threads = True
+    # socketserver's default backlog is 5: a burst of browsers (a demo shown to
+    # a room, a page reloaded by many tabs) overflows it, and each dropped SYN
+    # costs its client a 1 s, then 3 s, retransmission. The kernel caps it at
+    # net.core.somaxconn.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], html: bytes) -> None:
         super().__init__(address, _PageHandler)
         self.html = html
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer (a closed tab, a reload) is no error worth a traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
 
 
 class StatusPageServer:

@@ -23,7 +23,7 @@ from pail.errors import StorageError
 from pail.local import LocalS3
 from tests.aws.conftest import FakeContext, LogCapture, emf_records, metric_values, wait_until
 from tests.cli.processes import pail_script, process_env, start
-from tests.support.scripted_proxy import Action, ScriptedProxy, forward_all
+from tests.support.scripted_proxy import Action, ScriptedProxy, connect_through, forward_all
 
 TIMEOUT = 120
 
@@ -80,9 +80,7 @@ def test_given_s3_unreachable_when_the_lambda_records_the_result_then_the_invoca
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     job_id = connect().enqueue({"n": 1})
-    through_proxy = Pail.connect(
-        bucket, **{**s3_server.connect_kwargs(), "endpoint_url": proxy.endpoint_url}
-    )
+    through_proxy = connect_through(proxy, bucket)
     ran = threading.Event()
 
     def cut_off(payload: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 
 from pail import BatchEnqueueError, EnqueueUnknownError, Pail
 from pail.local import LocalS3
-from tests.support.scripted_proxy import Action, Request, ScriptedProxy
+from tests.support.scripted_proxy import Action, Request, ScriptedProxy, connect_through
 
 VICTIM = 3  # the payload whose write lands unheard
 
@@ -54,10 +54,8 @@ def proxy(s3_server: LocalS3) -> Iterator[ScriptedProxy]:
 
 
 @pytest.fixture
-def through(s3_server: LocalS3, bucket: str, proxy: ScriptedProxy) -> Pail:
-    return Pail.connect(
-        bucket, **{**s3_server.connect_kwargs(), "endpoint_url": proxy.endpoint_url}
-    )
+def through(bucket: str, proxy: ScriptedProxy) -> Pail:
+    return connect_through(proxy, bucket)
 
 
 def pending_payloads(queue: Pail) -> Counter[int]:

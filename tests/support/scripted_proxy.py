@@ -28,10 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import unquote
 
-from pail.local import LOOPBACK
+from pail import Pail
+from pail.local import ACCESS_KEY, LOOPBACK, REGION, SECRET_KEY
 
 HOLD_LIMIT = 60.0
 """Seconds a held request waits for ``release()`` before it is forwarded anyway."""
@@ -166,6 +167,18 @@ class ScriptedProxy:
             while chunk := upstream.recv(65536):
                 chunks.append(chunk)
             return b"".join(chunks)
+
+
+def connect_through(proxy: ScriptedProxy, bucket: str, **options: Any) -> Pail:
+    """A ``Pail`` on the local server's ``bucket`` whose every request goes through ``proxy``."""
+    return Pail.connect(
+        bucket,
+        endpoint_url=proxy.endpoint_url,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        region=REGION,
+        **options,
+    )
 
 
 def _abort(sock: socket.socket) -> None:

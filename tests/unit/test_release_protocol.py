@@ -90,9 +90,9 @@ def test_given_no_retries_left_when_released_then_started_dead_letters_and_unsta
         assert message is not None and message.id == job_id
         message.release("the worker must stop", started=started)
 
-    states = {job_id: queue.status(job_id) for job_id in (kept, dead)}
-    assert states[kept] is not None and states[kept].state is JobState.PENDING
-    assert states[dead] is not None and states[dead].state is JobState.FAILED
+    kept_status, dead_status = queue.status(kept), queue.status(dead)
+    assert kept_status is not None and kept_status.state is JobState.PENDING
+    assert dead_status is not None and dead_status.state is JobState.FAILED
 
 
 @pytest.mark.parametrize(
