@@ -151,7 +151,7 @@ def handler(world: World, check: Any, overrun: Any = None) -> Any:
 
 
 def current_job_id(world: World, payload: dict[str, Any]) -> str:
-    return world.jobs[payload["n"]]
+    return world.jobs[int(payload["n"])]
 
 
 class Quiet:

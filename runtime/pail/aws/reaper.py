@@ -7,10 +7,11 @@ Handler string ``pail.aws.reaper.handler``, run by an EventBridge schedule
 
 Each run:
 
-1. **Reaps**: ``Pail.reap()`` reads at most ten pages of ``run/``, from
-   where the previous pass stopped (kept in the bucket, so a cold container
-   continues the walk too: ``pail.protocol.reap_cursor``); expired leases
-   are requeued or dead-lettered.
+1. **Reaps**: ``Pail.reap()`` reads the first page of ``run/`` and, if
+   there is more, at most ten pages from where the previous pass stopped
+   (kept in the bucket, so a cold container continues the walk too:
+   ``pail.protocol.reap_cursor``); expired leases are requeued or
+   dead-lettered.
 2. **Measures depth** (``pail.depth``): pending, running and dead-lettered
    counts and the oldest pending age, reading at most ten pages of each of
    ``queue/``, ``run/`` and ``dlq/`` (never ``done/``).
@@ -30,8 +31,8 @@ Each run:
    needs no payload: it drains whatever is pending.
 
 On an idle queue a run costs four LIST requests (one for the reap, three for
-the depth), plus one GET of the reaper's position in a cold container: about
-173,000 requests a month at one run a minute, $0.86 at S3 Standard prices.
+the depth): about 173,000 a month at one run a minute, $0.86 at S3 Standard
+prices.
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ The position is the last lease key the pass reached (``StartAfter``, in a
 general purpose bucket's byte order) or, for a directory bucket (unordered,
 no ``StartAfter``), the listing's continuation token.
 
-A reaper reads the cursor on its first pass only (a warm Lambda container,
-a ``pail work``-style loop keep their position in memory) and writes it
-whenever its position moved: 1 GET per process, and 1 PUT per pass only
-while ``run/`` holds more leases than one pass reads.
+Only a ``run/`` longer than one page needs a walk: a pass first reads the
+top page, and touches the cursor only if there is more. A reaper then reads
+the cursor once (a warm Lambda container, a loop calling ``reap()`` keep
+their position in memory) and writes it whenever its position moved: 1 GET
+per process, and 1 PUT per pass while ``run/`` holds more than one page.
 
 The cursor is a hint, never a lock: a lost or garbled cursor only sends the
 next pass back to the top, and two reapers racing on it only repeat some

@@ -11,11 +11,12 @@ lease renewed since the listing is left alone), then finishes whatever the
 owner left undone, using the same idempotent steps the owner uses.
 
 Each pass reads a bounded number of pages (``max_pages`` of ``page_size``
-leases), so its cost per run is bounded however many jobs are running, and
-starts where the previous pass stopped: the position is kept in the bucket
-(``reap_cursor``), so a one-shot reaper in a fresh process continues the walk
-too. With ``R`` leases under ``run/``, every lease is looked at within
-``ceil(R / (max_pages * page_size)) + 1`` passes.
+leases, plus the first page of ``run/``), so its cost per run is bounded
+however many jobs are running. When ``run/`` holds more than one page, a pass
+continues a walk from where the previous one stopped: the position is kept in
+the bucket (``reap_cursor``), so a one-shot reaper in a fresh process
+continues the walk too. With ``R`` leases under ``run/``, every lease is
+looked at within ``ceil(R / (max_pages * page_size)) + 1`` passes.
 """
 
 from __future__ import annotations
@@ -104,30 +105,46 @@ class Reaper:
         """Where this reaper's next pass starts; None until read from the bucket (first pass)."""
 
     def reap(self) -> ReapReport:
-        """One pass: up to ``max_pages`` pages of ``run/`` from the stored position."""
+        """One pass: the first page of ``run/``, then up to ``max_pages`` pages of the walk.
+
+        A ``run/`` that fits in one page is covered whole, and the walk's
+        position is never read or written. Otherwise the pass continues the
+        walk from where the last one stopped (read from the bucket on this
+        reaper's first such pass, then kept in memory), ``max_pages`` pages
+        in all counting the first page when the walk is at the top.
+        """
         report = ReapReport(complete_pass=False)
-        # A fresh process reads the stored position; a warm one keeps its own
-        # (and reads again after another reaper moved the stored one).
+        first = self._store.list(self._keys.prefix(RUN), max_keys=self._page_size)
+        self._scan(first, report)
+        if first.next_token is None:
+            report.complete_pass = True
+            return report
         start = self._position if self._position is not None else self._cursor.load()
-        position = start
-        for _ in range(self._max_pages):
+        if start.at_top:  # the first page is the walk's first page
+            position, pages = self._next(first), self._max_pages - 1
+        else:
+            position, pages = start, self._max_pages
+        for _ in range(pages):
             page = self._list(position, start)
-            for item in page.items:
-                report.scanned += 1
-                age = (page.server_time - item.last_modified).total_seconds()
-                if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
-                    report.expired += 1
-                    self._reclaim(item, report, age)
+            self._scan(page, report)
             if page.next_token is None:
-                # The end of run/: the next pass starts from the top again.
+                # The end of run/: the walk starts from the top again.
                 report.complete_pass = start.at_top
                 position = TOP
                 break
             position = self._next(page)
         self._position = position
         if position != start and not self._cursor.save(position):
-            self._position = None
+            self._position = None  # another reaper moved it: read it again next time
         return report
+
+    def _scan(self, page: ListPage, report: ReapReport) -> None:
+        for item in page.items:
+            report.scanned += 1
+            age = (page.server_time - item.last_modified).total_seconds()
+            if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
+                report.expired += 1
+                self._reclaim(item, report, age)
 
     def _list(self, position: Position, start: Position) -> ListPage:
         prefix = self._keys.prefix(RUN)
