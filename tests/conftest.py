@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from pail.local import LocalS3
+from tests.support.scripted_proxy import ScriptedProxy
 
 _bucket_numbers = itertools.count()
 
@@ -34,6 +35,13 @@ def make_client(server: LocalS3):  # type: ignore[no-untyped-def]
         aws_secret_access_key=kwargs["secret_access_key"],
         region_name=kwargs["region"],
     )
+
+
+@pytest.fixture
+def proxy(s3_server: LocalS3) -> Iterator[ScriptedProxy]:
+    """A ``ScriptedProxy`` in front of the local S3 server, forwarding everything until told."""
+    with ScriptedProxy(s3_server.port) as scripted:
+        yield scripted
 
 
 @pytest.fixture

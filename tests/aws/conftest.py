@@ -20,7 +20,6 @@ from pail import Pail
 from pail.config import ALL_ENV_VARS
 from pail.local import LocalS3
 from tests.conftest import make_client
-from tests.support.scripted_proxy import ScriptedProxy
 
 _services = itertools.count()
 
@@ -141,10 +140,3 @@ def gate() -> Iterator[threading.Event]:
     event = threading.Event()
     yield event
     event.set()
-
-
-@pytest.fixture
-def proxy(s3_server: LocalS3) -> Iterator[ScriptedProxy]:
-    """A ``ScriptedProxy`` in front of the local S3 server (forwarding everything until told)."""
-    with ScriptedProxy(s3_server.port) as scripted:
-        yield scripted

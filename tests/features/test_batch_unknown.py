@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pail import BatchEnqueueError, EnqueueUnknownError, Pail
-from pail.local import LocalS3
 from tests.support.scripted_proxy import Action, Request, ScriptedProxy, connect_through
 
 VICTIM = 3  # the payload whose write lands unheard
@@ -45,12 +44,6 @@ class LostResponses:
             if self.heal_after is not None and self.tries > self.heal_after:
                 return Action.FORWARD
             return Action.DROP_BEFORE
-
-
-@pytest.fixture
-def proxy(s3_server: LocalS3) -> Iterator[ScriptedProxy]:
-    with ScriptedProxy(s3_server.port) as scripted:
-        yield scripted
 
 
 @pytest.fixture
