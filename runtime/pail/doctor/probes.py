@@ -21,8 +21,8 @@ from pail.store.base import Store
 # An ETag no object has: the probes' "stale" compare-and-swap target.
 STALE_ETAG = '"00000000000000000000000000000000"'
 SKEW_WARNING = 2.0
-"""Seconds of clock difference worth a warning: ``delay``/``not_before`` count from
-the producer's clock and are judged by the server's (``Date`` has 1 s resolution)."""
+"""Seconds of clock difference worth a warning: a ``delay`` counts from the producer's
+clock and is judged by the server's (``Date`` has 1 s resolution; ``not_before`` is the server's alone)."""
 # Names that sort differently in byte order and in most other orders
 # (case-folded, natural, insertion, directory-tree): pail's own key shapes.
 ORDER_NAMES = ("01JZ", "!0000000000000-Z", "7ZZZ", "01J0", "0~", "00")
