@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
@@ -28,13 +29,58 @@ MESSAGE_LIMIT = 2000
 META_WRITE = "pail-write"
 META_OUTCOME = "pail-outcome"
 META_ATTEMPT = "pail-attempt"
+META_LIFE = "pail-life"
+"""On ``done/{id}``: the life of the job the outcome ends (its ``redriven`` count; 0 if absent)."""
 OUTCOME_SUCCEEDED = "succeeded"
 OUTCOME_DEAD = "dead"
 OUTCOME_CANCELLED = "cancelled"
 
-# The body of done/{id} for a dead-lettered job: JSON null. A handler's None
-# is stored as {} (as in 0.1.1), so null can only mean "no result".
-DEAD_MARKER = b"null"
+# The body of a done/{id} marker (a dead or cancelled job) is JSON null, so
+# that pailq 0.1.1's result() (``json.loads``) reads it as "no result"; a
+# handler's None is stored as {} (as in 0.1.1), so null can only mean that.
+# After the null, the marker's write token is spelled in JSON's insignificant
+# whitespace (a space for a 0 bit, a tab for a 1), so that every marker's
+# bytes, and so its ETag (an MD5 of the bytes in a standard bucket), name one
+# write: a compare-and-swap on a marker can never match a later marker.
+MARKER_VALUE = b"null"
+_WHITESPACE_BITS = b" \t"
+
+
+def life_of(metadata: Mapping[str, str]) -> int:
+    """The life an outcome under ``done/`` ends, from its metadata: 0 before any redrive.
+
+    >>> life_of({META_LIFE: "2"}), life_of({})
+    (2, 0)
+    """
+    text = metadata.get(META_LIFE, "0")
+    return int(text) if text.isdigit() else 0
+
+
+def marker_body(token: str) -> bytes:
+    """The bytes of a dead or cancelled marker: JSON ``null``, unique per ``token``.
+
+    >>> import json
+    >>> body = marker_body("0f")
+    >>> json.loads(body) is None, body != marker_body("f0"), len(body)
+    (True, True, 12)
+    """
+    bits = "".join(f"{int(digit, 16):04b}" for digit in token)
+    return MARKER_VALUE + bytes(_WHITESPACE_BITS[int(bit)] for bit in bits)
+
+
+def marker_token(body: bytes) -> str | None:
+    """The write token spelled in a marker's whitespace (None if ``body`` is no such marker).
+
+    >>> marker_token(marker_body("c0ffee")), marker_token(b"null")
+    ('c0ffee', None)
+    """
+    tail = body[len(MARKER_VALUE) :]
+    if not body.startswith(MARKER_VALUE) or not tail or len(tail) % 4:
+        return None
+    if any(byte not in _WHITESPACE_BITS for byte in tail):
+        return None
+    bits = "".join(str(_WHITESPACE_BITS.index(byte)) for byte in tail)
+    return "".join(f"{int(bits[i : i + 4], 2):x}" for i in range(0, len(bits), 4))
 
 
 def dumps(value: Any) -> bytes:
@@ -278,6 +324,7 @@ class DeadLetter:
             "attempts": self.attempts,
             "error": self.error.to_json() if self.error else None,
         }
+
         if self.enqueued_at:
             data["enqueued_at"] = self.enqueued_at
         if self.raw is not None:

@@ -51,10 +51,11 @@ from pail.operate import purge as purge_ops
 from pail.operate.jobs import JobPage, list_jobs
 from pail.operate.objects import JobKind
 from pail.operate.queues import QueueList, list_queues
+from pail.protocol import redrive
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.settle import Policy
-from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.protocol.writes import WriteStats
 from pail.status import JobStatus, read_status
 from pail.store.base import Store
 from pail.store.s3 import S3Store, is_directory_bucket
@@ -606,34 +607,12 @@ class Pail:
                 raise JobNotFoundError(f"no dead-lettered job {job_id!r}")
             return False  # not (or no longer) dead-lettered: nothing to redrive
         try:
-            letter = DeadLetter.decode(obj.body, job_id)
+            outcome = redrive.redrive(self._store, self._keys, job_id, obj, stats=self.write_stats)
         except DecodeError as exc:
             raise DecodeError(f"dead letter {job_id} is unreadable: {exc}") from exc
-        # Read the dead marker before the job can run again: once the entry is
-        # written, a claim may finish this redrive and the job may die anew,
-        # and only the marker we saw is ours to remove.
-        marker = self._store.head(self._keys.done(job_id))
-        envelope = Envelope(
-            payload=letter.payload,
-            attempts=0,
-            enqueued_at=letter.enqueued_at,
-            redriven=letter.redriven + 1,
-        )
-        written = put_conditional(
-            self._store,
-            self._keys.queue(job_id),
-            envelope.encode(),
-            envelope.write,
-            if_none_match=True,
-            stats=self.write_stats,
-            reason="redrive",
-        )
-        if written is None:
-            return False  # already pending again
-        if marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
-            delete_if_unchanged(self._store, marker.key, marker.etag)
-        delete_if_unchanged(self._store, obj.key, obj.etag)
-        return True
+        if not outcome.done:
+            log.info("job %s not redriven: %s", job_id, outcome.reason)
+        return outcome.done
 
 
 def build_client(

@@ -8,9 +8,11 @@ from enum import StrEnum
 from typing import Any
 
 from pail.codec import (
+    META_ATTEMPT,
     META_OUTCOME,
     OUTCOME_CANCELLED,
     OUTCOME_DEAD,
+    OUTCOME_SUCCEEDED,
     RETRYING,
     DeadLetter,
     Envelope,
@@ -20,12 +22,13 @@ from pail.codec import (
 from pail.errors import DecodeError
 from pail.ids import ulid_time
 from pail.keys import Keys
-from pail.store.base import Store
+from pail.protocol.redrive import stale_marker
+from pail.store.base import ObjectInfo, Store
 
 # A job moves queue -> run -> done (or back to queue) by writing the next key
-# before deleting the previous one, so reading queue, run, done in that order
-# always finds it, except when a retry writes queue/ just after we looked
-# there: hence a couple of rounds.
+# before deleting the previous one. Reading done first (it wins), then queue,
+# then run can miss a job that moved on between two reads (a claim, then a
+# completion, just behind us): hence a couple of rounds.
 _ROUNDS = 3
 
 
@@ -86,50 +89,36 @@ def read_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
     return None
 
 
+def job_exists(store: Store, keys: Keys, job_id: str) -> bool:
+    """Whether any object of the job exists; one HEAD while it is pending (cheaper than status)."""
+    for _ in range(_ROUNDS):
+        for key in (keys.queue(job_id), keys.run(job_id), keys.done(job_id), keys.dlq(job_id)):
+            if store.head(key) is not None:
+                return True
+    return False
+
+
 def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
+    # done/{id} first: it is the single terminal key, and an outcome stands over
+    # whatever a late writer left beside it (a stalled owner's retry entry, a
+    # lease the reaper has not dropped yet).
+    done = store.head(keys.done(job_id))
+    outcome = None if done is None else done.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
+    if done is not None and outcome == OUTCOME_CANCELLED:
+        return JobStatus(job_id, JobState.CANCELLED, 0, ulid_time(job_id), done.last_modified)
+    if done is not None and outcome != OUTCOME_DEAD:
+        attempts = int(done.metadata.get(META_ATTEMPT, "0") or 0)
+        return JobStatus(job_id, JobState.DONE, attempts, ulid_time(job_id), done.last_modified)
     pending = store.get(keys.queue(job_id))
     if pending is not None:
-        try:
-            envelope = Envelope.decode(pending.body)
-        except DecodeError as exc:
-            return JobStatus(
-                job_id,
-                JobState.PENDING,
-                0,
-                ulid_time(job_id),
-                pending.last_modified,
-                ErrorInfo.from_exception(exc),
-            )
-        return JobStatus(
-            job_id,
-            JobState.CANCELLED if envelope.cancelled else JobState.PENDING,
-            envelope.attempts,
-            _enqueued_at(job_id, envelope.enqueued_at),
-            pending.last_modified,
-            envelope.last_error,
-        )
+        found = _pending(job_id, pending.body, pending.last_modified, done)
+        if found is not None:
+            return found
     running = store.get(keys.run(job_id))
     if running is not None:
-        try:
-            record = LeaseRecord.decode(running.body, job_id)
-        except DecodeError:
-            return JobStatus(job_id, JobState.RUNNING, 0, ulid_time(job_id), running.last_modified)
-        return JobStatus(
-            job_id,
-            # A retrying lease is an attempt that failed: the job waits for its retry.
-            JobState.PENDING if record.state == RETRYING else JobState.RUNNING,
-            record.attempts_used if record.state == RETRYING else record.attempt,
-            _enqueued_at(job_id, record.enqueued_at),
-            running.last_modified,
-            record.error,
-            record.progress,
-        )
-    done = store.head(keys.done(job_id))
-    if done is not None and done.metadata.get(META_OUTCOME) == OUTCOME_CANCELLED:
-        return JobStatus(job_id, JobState.CANCELLED, 0, ulid_time(job_id), done.last_modified)
-    if done is not None and done.metadata.get(META_OUTCOME) != OUTCOME_DEAD:
-        attempts = int(done.metadata.get("pail-attempt", "0") or 0)
-        return JobStatus(job_id, JobState.DONE, attempts, ulid_time(job_id), done.last_modified)
+        found = _running(job_id, running.body, running.last_modified, done)
+        if found is not None:
+            return found
     dead = store.get(keys.dlq(job_id))
     if dead is not None:
         try:
@@ -147,3 +136,56 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
     if done is not None:  # a dead marker whose dlq/ record is not written yet, or expired
         return JobStatus(job_id, JobState.FAILED, 0, ulid_time(job_id), done.last_modified)
     return None
+
+
+def _pending(
+    job_id: str, body: bytes, modified: datetime, dead: ObjectInfo | None
+) -> JobStatus | None:
+    """A pending entry's status; None for a stale entry beside the dead marker ``dead``.
+
+    Beside a dead marker, only an entry of a later life is pending: its
+    redrive took the death back and has not removed the marker yet (or a
+    late write re-created it).
+    """
+    try:
+        envelope = Envelope.decode(body)
+    except DecodeError as exc:
+        if dead is not None:
+            return None
+        return JobStatus(
+            job_id, JobState.PENDING, 0, ulid_time(job_id), modified, ErrorInfo.from_exception(exc)
+        )
+    if dead is not None and not stale_marker(dead, envelope.redriven):
+        return None
+    return JobStatus(
+        job_id,
+        JobState.CANCELLED if envelope.cancelled else JobState.PENDING,
+        envelope.attempts,
+        _enqueued_at(job_id, envelope.enqueued_at),
+        modified,
+        envelope.last_error,
+    )
+
+
+def _running(
+    job_id: str, body: bytes, modified: datetime, dead: ObjectInfo | None
+) -> JobStatus | None:
+    """A lease's status; None for a lease beside a dead marker it does not name (dying)."""
+    try:
+        record = LeaseRecord.decode(body, job_id)
+    except DecodeError:
+        if dead is not None:
+            return None
+        return JobStatus(job_id, JobState.RUNNING, 0, ulid_time(job_id), modified)
+    if dead is not None and not stale_marker(dead, record.redriven):
+        return None  # the dead-letter is being written
+    return JobStatus(
+        job_id,
+        # A retrying lease is an attempt that failed: the job waits for its retry.
+        JobState.PENDING if record.state == RETRYING else JobState.RUNNING,
+        record.attempts_used if record.state == RETRYING else record.attempt,
+        _enqueued_at(job_id, record.enqueued_at),
+        modified,
+        record.error,
+        record.progress,
+    )

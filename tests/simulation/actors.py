@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pail.codec import ErrorInfo
-from pail.errors import LeaseLostError, PailError, StorageError
+from pail.errors import JobNotFoundError, LeaseLostError, PailError, StorageError
 from pail.protocol import settle
 from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
@@ -26,6 +26,7 @@ from tests.simulation.scheduler import Actor, Process
 
 if TYPE_CHECKING:
     from tests.simulation.harness import World
+    from tests.simulation.invariants import Execution
 
 POLL_FLOOR = 0.1
 POLL_CEILING = 2.0
@@ -81,7 +82,8 @@ def worker(world: World, process: Process) -> None:
     while True:
         claim_started = world.scheduler.now
         try:
-            lease = claimer.claim()
+            with world.phase("claim"):
+                lease = claimer.claim()
         except StorageError as exc:
             world.ledger.note(f"claim failed: {exc}")
             lease = None
@@ -121,7 +123,8 @@ def _heartbeat(world: World, lease: Lease, beat: _Beat) -> None:
             if beat.stopping():  # set by the worker while this actor slept
                 return
             try:
-                lease.renew()
+                with world.phase("renew"):
+                    lease.renew()
             except LeaseLostError:
                 world.ledger.note(f"heartbeat: lease on job {lease.job_id} lost")
                 return
@@ -151,29 +154,16 @@ def _run_job(world: World, process: Process, lease: Lease, claim_started: float)
     beat.actor = world.scheduler.spawn(
         process, f"{process.name}/hb", lambda: _heartbeat(world, lease, beat)
     )
-    duration, raises = world.handler_outcome(lease.job_id, record.attempt)
+    duration, raises = world.handler_outcome(lease.job_id, record.attempt, record.redriven)
     # The handler runs; its process can crash or stall half-way through.
     world.scheduler.sleep(duration / 2)
     world.checkpoint_current()
     world.scheduler.sleep(duration / 2)
     world.ledger.execution_ended(execution)
     _stop_heartbeat(world, beat)
-    policy = world.policy
     try:
-        if raises:
-            error = ErrorInfo("SimulatedError", f"attempt {record.attempt} failed")
-            ending = settle.fail(world.store, world.keys, lease, error, policy, world.stats)
-            execution.recorded = True
-            world.ledger.note(f"job {lease.job_id} failed: {ending}")
-        elif lease.lost:
-            lost = ErrorInfo("Failed", "lease lost while running")
-            settle.fail(world.store, world.keys, lease, lost, policy, world.stats)
-            execution.recorded = False
-        else:
-            result = {"job": lease.job_id, "attempt": record.attempt, "by": process.name}
-            won = settle.complete(world.store, world.keys, lease, result, policy, world.stats)
-            execution.recorded = won
-            world.ledger.note(f"job {lease.job_id} completed: {'recorded' if won else 'dropped'}")
+        with world.phase("settle"):
+            _settle(world, process, lease, execution, raises)
     except LeaseLostError as exc:
         execution.recorded = False
         world.ledger.note(f"job {lease.job_id}: settle found the lease lost: {exc}")
@@ -181,6 +171,27 @@ def _run_job(world: World, process: Process, lease: Lease, claim_started: float)
         # Pail.work catches StorageError and goes on; Message.complete catches PailError.
         execution.recorded = False
         world.ledger.note(f"job {lease.job_id}: settle failed: {exc}")
+
+
+def _settle(
+    world: World, process: Process, lease: Lease, execution: Execution, raises: bool
+) -> None:
+    """``Message.complete`` or ``Message.fail``, as ``run_message`` picks them."""
+    record, policy = lease.record, world.policy
+    if raises:
+        error = ErrorInfo("SimulatedError", f"attempt {record.attempt} failed")
+        ending = settle.fail(world.store, world.keys, lease, error, policy, world.stats)
+        execution.recorded = True
+        world.ledger.note(f"job {lease.job_id} failed: {ending}")
+    elif lease.lost:
+        lost = ErrorInfo("Failed", "lease lost while running")
+        settle.fail(world.store, world.keys, lease, lost, policy, world.stats)
+        execution.recorded = False
+    else:
+        result = {"job": lease.job_id, "attempt": record.attempt, "by": process.name}
+        won = settle.complete(world.store, world.keys, lease, result, policy, world.stats)
+        execution.recorded = won
+        world.ledger.note(f"job {lease.job_id} completed: {'recorded' if won else 'dropped'}")
 
 
 def reaper(world: World, process: Process) -> None:
@@ -197,7 +208,8 @@ def reaper(world: World, process: Process) -> None:
     while True:
         world.scheduler.sleep(config.reaper_period * world.rng.uniform(0.5, 1.5))
         try:
-            report = instance.reap()
+            with world.phase("reap"):
+                report = instance.reap()
         except PailError as exc:
             world.ledger.note(f"reap failed: {exc}")
             continue
@@ -207,3 +219,94 @@ def reaper(world: World, process: Process) -> None:
                 f"reaped: requeued {report.requeued_ids} dead {report.dead_lettered_ids} "
                 f"cleaned {report.cleaned} renewed {report.renewed}"
             )
+
+
+def redriver(world: World, process: Process) -> None:
+    """An operator who redrives dead letters while chaos lasts: ``Pail.redrive``.
+
+    Each dead job is redriven at most ``redrive_budget`` times, so runs end;
+    now and then a pass is ``redrive(all=True)``, which lists ``dlq/``.
+    """
+    config = world.config
+    pail = Pail(
+        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+    )
+    while world.chaos_on:
+        world.scheduler.sleep(world.rng.uniform(0.05, config.visibility_timeout))
+        dead = [
+            job_id
+            for job_id, job in world.ledger.jobs.items()
+            if job.dead and world.redrives_left.setdefault(job_id, config.redrive_budget) > 0
+        ]
+        if not dead:
+            continue
+        everything = world.rng.random() < 0.2
+        chosen = dead if everything else [world.rng.choice(dead)]
+        for job_id in chosen:
+            world.redrives_left[job_id] -= 1
+        try:
+            with world.phase("redrive"):
+                done = pail.redrive(all=True) if everything else pail.redrive(chosen[0])
+        except PailError as exc:  # StorageError, or a job that moved on: an operator goes on
+            world.ledger.note(f"redrive of {chosen} failed: {exc}")
+            continue
+        world.counts["redrive_calls"] += 1
+        world.ledger.note(f"redrive returned {done}")
+
+
+def canceller(world: World, process: Process) -> None:
+    """An operator who cancels jobs (dead and redriven ones first) and reads their status.
+
+    It races the redriver: a job it picks is most often one that is dead or
+    was just redriven, so ``cancel`` meets every step of a redrive across the
+    sweep. Each ``cancel`` result is told to the ledger (a job said cancelled
+    must end cancelled); each ``status`` is checked against the outcome that
+    stood for the whole call.
+    """
+    config = world.config
+    pail = Pail(
+        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+    )
+    targets = {job_id for job_id in world.ledger.jobs if world.rng.random() < config.cancel_share}
+    while world.chaos_on:
+        world.scheduler.sleep(world.rng.uniform(0.02, config.visibility_timeout / 2))
+        jobs = world.ledger.jobs
+        enqueued = [job_id for job_id, job in jobs.items() if job.enqueued]
+        if not enqueued:
+            continue
+        _read_status(world, pail, world.rng.choice(enqueued))
+        racing = [j for j in enqueued if j in targets and (jobs[j].dead or jobs[j].redrives)]
+        pool = racing or [j for j in enqueued if j in targets]
+        if not pool:
+            continue
+        job_id = world.rng.choice(pool)
+        try:
+            with world.phase("cancel"):
+                cancelled = pail.cancel(job_id)
+        except JobNotFoundError:
+            continue  # between two states four times in a row: harmless
+        except PailError as exc:
+            world.ledger.note(f"cancel of {job_id} failed: {exc}")
+            continue
+        world.counts["cancels"] += 1
+        world.counts[f"cancel_{'cancelled' if cancelled else 'ended'}"] += 1
+        world.ledger.cancel_returned(job_id, cancelled)
+        world.ledger.note(f"cancel of job {job_id} returned {cancelled}")
+        if cancelled:
+            targets.discard(job_id)
+
+
+def _read_status(world: World, pail: Pail, job_id: str) -> None:
+    """``Pail.status``, checked against the job's outcome if it stood for the whole call."""
+    job = world.ledger.jobs[job_id]
+    began, before, redrives = world.scheduler.now, job.outcome, job.redrives
+    try:
+        with world.phase("status"):
+            status = pail.status(job_id)
+    except PailError as exc:
+        world.ledger.note(f"status of {job_id} failed: {exc}")
+        return
+    world.counts["status_reads"] += 1
+    if job.outcome == before and job.redrives == redrives:
+        state = None if status is None else str(status.state)
+        world.ledger.status_read(job_id, began, state, before)

@@ -20,10 +20,14 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from itertools import count
+from typing import Any
 
 from pail import queue as pail_queue
+from pail.features import delay
 from pail.keys import Keys
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
@@ -53,6 +57,49 @@ class Model:
 PAIL = Model("pail", Rules.PAIL, actors.producer, actors.worker, actors.reaper)
 
 
+OPERATORS = ("redriver", "canceller")
+"""Process kinds that act for a person: a run is not quiet while one of their calls is under way."""
+PHASES = ("claim", "promote", "settle", "renew", "reap", "cancel", "redrive", "status")
+"""The transitions a fault can be aimed at (the producer's ``enqueue`` is never faulted)."""
+AIM_MAX_REQUEST = 9
+"""Aimed faults hit one of the first this-many requests (tries) of a phase: every request of
+a claim, a settle, a reaper's fence-and-requeue, a cancel or a redrive is among them."""
+
+
+class AimAction(StrEnum):
+    """What an aimed fault does to the process, just before it sends the request."""
+
+    LONG_STALL = "long-stall"
+    """A pause past the lease: 1.1 to 3 visibility timeouts."""
+    SHORT_STALL = "short-stall"
+    """A pause shorter than the lease: 0.05 to 1 visibility timeout."""
+    CRASH = "crash"
+
+
+@dataclass(frozen=True, slots=True)
+class Aim:
+    """A fault aimed at request ``request`` of the phase ``phase``, the first ``hits`` times.
+
+    Random crashes and stalls hit any request with a small probability; an
+    aimed fault makes sure that every request of every transition is hit
+    across the sweep, each seed drawing one (phase, request, action).
+    """
+
+    phase: str
+    request: int
+    action: AimAction
+    hits: int = 1
+    pause: float | None = None
+    """A stall's length in visibility timeouts (drawn from the action's range when None)."""
+    op: str | None = None
+    """Aim at the first request of the phase whose operation and key start with ``op`` and
+    ``key`` (``request`` is then ignored): how a schedule names "before the claim's DELETE"."""
+    key: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.action} before request {self.request} of {self.phase} (x{self.hits})"
+
+
 @dataclass(frozen=True, slots=True)
 class SimConfig:
     """The shape of one run, drawn from its seed."""
@@ -78,6 +125,9 @@ class SimConfig:
     enqueue_window: float
     chaos_duration: float
     clock_skew: float
+    aim: Aim | None = None
+    redrive_budget: int = 0
+    cancel_share: float = 0.0
 
     @classmethod
     def for_seed(cls, seed: int, *, chaos: bool = True) -> SimConfig:
@@ -95,6 +145,7 @@ class SimConfig:
             crash_probability=0.0,
             stall_probability=0.0,
             heartbeat_delay_probability=0.0,
+            aim=None,
         )
 
     @classmethod
@@ -135,6 +186,14 @@ class SimConfig:
             enqueue_window=vt * rng.uniform(0.0, 2.0),
             chaos_duration=vt * rng.uniform(3.0, 12.0),
             clock_skew=rng.choice([0.0, 0.5, vt]),
+            aim=Aim(
+                phase=rng.choice(PHASES),
+                request=rng.randint(1, AIM_MAX_REQUEST),
+                action=rng.choice(list(AimAction)),
+                hits=rng.randint(1, 3),
+            ),
+            redrive_budget=rng.choice([0, 1, 1, 2]),
+            cancel_share=rng.choice([0.0, 0.0, 0.3, 0.6]),
         )
 
 
@@ -206,14 +265,25 @@ class World:
         self.producer_done = False
         self.last_stall_end = 0.0
         self.skews: dict[Process, float] = {}
+        self.redrives_left: dict[str, int] = {}
+        self.operating = 0
+        """Operator calls (redrive, cancel) under way."""
         self._numbers = count(1)
-        self._outcomes: dict[tuple[str, int], tuple[float, bool]] = {}
+        self._outcomes: dict[tuple[str, int, int], tuple[float, bool]] = {}
+        self._phases: dict[Actor, list[str | int]] = {}
+        self._aim_hits = 0
+        self.on_aim: Callable[[World, Actor], None] | None = None
+        """Called when the aimed fault strikes (a schedule starts its racing actor there)."""
+        self.outcomes: Callable[[str, int, int], tuple[float, bool]] | None = None
+        """A schedule's handler: ``(job, attempt, life) -> (duration, raises)``; random if None."""
+        self.scheduler.on_error = self.ledger_actor_died
 
     # -- the store's observer ---------------------------------------------
 
     def mutated(
         self, key: str, before: StoredObject | None, after: StoredObject | None, actor: Actor | None
     ) -> None:
+        self.ledger.call = self.store.applying  # a resend of one call is one write
         self.ledger.mutated(key, before, after, actor)
 
     def request(self, actor: Actor | None, op: str, key: str, outcome: str) -> None:
@@ -228,7 +298,54 @@ class World:
         if roll < self.config.crash_probability:
             self._crash(process)
         elif roll < self.config.crash_probability + self.config.stall_probability:
-            self._stall(process)
+            self._stall(process, long=self.rng.random() < 0.5)
+
+    def before_request(self, actor: Actor, op: str, key: str) -> None:
+        """Count the request in its actor's phase; the aimed fault strikes here, before it is sent."""
+        phase = self._phases.get(actor)
+        if phase is None:
+            return
+        phase[1] = int(phase[1]) + 1
+        aim = self.config.aim
+        if aim is None or not self.chaos_on or actor.process.kind == "producer":
+            return
+        if aim.phase != phase[0] or self._aim_hits >= aim.hits:
+            return
+        if aim.op is None and aim.request != phase[1]:
+            return
+        if aim.op is not None and not (op.startswith(aim.op) and key.startswith(aim.key)):
+            return
+        self._aim_hits += 1
+        self.counts[f"aimed_{aim.action}"] += 1
+        self.ledger.note(f"aimed fault: {aim.action} before {op} {key} ({aim})")
+        if self.on_aim is not None:
+            self.on_aim(self, actor)
+        if aim.action is AimAction.CRASH:
+            self._crash(actor.process)
+        else:
+            pause = None if aim.pause is None else aim.pause * self.config.visibility_timeout
+            self._stall(actor.process, long=aim.action is AimAction.LONG_STALL, pause=pause)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Label the current actor's requests as part of transition ``name`` (for aimed faults)."""
+        actor = self.scheduler.current
+        assert actor is not None
+        outer = self._phases.get(actor)
+        self._phases[actor] = [name, 0]
+        operator = actor.process.kind in OPERATORS
+        self.operating += operator
+        try:
+            yield
+        finally:
+            self.operating -= operator
+            if outer is None:
+                self._phases.pop(actor, None)
+            else:
+                self._phases[actor] = outer
+
+    def ledger_actor_died(self, actor: Actor, exc: Exception) -> None:
+        self.ledger.actor_died(actor, exc)
 
     def checkpoint_current(self) -> None:
         actor = self.scheduler.current
@@ -247,6 +364,8 @@ class World:
             "producer": self.model.producer,
             "worker": self.model.worker,
             "reaper": self.model.reaper,
+            "redriver": actors.redriver,
+            "canceller": actors.canceller,
         }[kind]
         self.scheduler.spawn(process, process.name, lambda: body(self, process), delay)
         return process
@@ -260,9 +379,14 @@ class World:
         self.start(process.kind, delay=self.rng.uniform(0.05, self.config.visibility_timeout))
         self.scheduler.crash(process)
 
-    def _stall(self, process: Process) -> None:
-        until = self.scheduler.now + self.config.visibility_timeout * self.rng.uniform(1.1, 3.0)
+    def _stall(self, process: Process, *, long: bool, pause: float | None = None) -> None:
+        """Freeze ``process``: past its lease (``long``), or for less than one lease."""
+        vt = self.config.visibility_timeout
+        if pause is None:
+            pause = vt * (self.rng.uniform(1.1, 3.0) if long else self.rng.uniform(0.05, 1.0))
+        until = self.scheduler.now + pause
         self.counts["stalls"] += 1
+        self.counts["stalls_long" if long else "stalls_short"] += 1
         self.ledger.note(f"process {process.name} stalls until t={until:.3f}")
         self.scheduler.freeze(process, until)
         self.last_stall_end = max(self.last_stall_end, until)
@@ -270,9 +394,11 @@ class World:
 
     # -- jobs -------------------------------------------------------------
 
-    def handler_outcome(self, job_id: str, attempt: int) -> tuple[float, bool]:
-        """How long the handler runs and whether it raises; fixed per (job, attempt)."""
-        key = (job_id, attempt)
+    def handler_outcome(self, job_id: str, attempt: int, life: int = 0) -> tuple[float, bool]:
+        """How long the handler runs and whether it raises; fixed per (job, attempt, life)."""
+        if self.outcomes is not None:
+            return self.outcomes(job_id, attempt, life)
+        key = (job_id, attempt, life)
         if key not in self._outcomes:
             vt = self.config.visibility_timeout
             if self.rng.random() < self.config.long_handler_probability:
@@ -293,6 +419,19 @@ class World:
             and self.ledger.terminal == self.ledger.enqueued
             and self.ledger.open_executions == 0
             and self.scheduler.now >= self.last_stall_end
+            and not self._redrives_due()
+        )
+
+    def _redrives_due(self) -> bool:
+        """While chaos lasts, a dead job the operator will still redrive keeps the run going."""
+        if not (self.chaos_on and self.config.redrive_budget and self.model.rules is Rules.PAIL):
+            return False
+        if self.operating:
+            return True  # a redrive or cancel under way: let it finish under chaos
+        budget = self.config.redrive_budget
+        return any(
+            job.dead and self.redrives_left.get(job_id, budget) > 0
+            for job_id, job in self.ledger.jobs.items()
         )
 
     def run(self) -> Outcome:
@@ -316,10 +455,19 @@ class World:
         # ULIDs carry the wall clock and randomness; a replayable run needs its own.
         real_new_job_id = getattr(pail_queue, "new_job_id")  # noqa: B009 - not re-exported
         setattr(pail_queue, "new_job_id", lambda: next(ids))  # noqa: B010
+        # A promotion is a transition of its own inside a claim: label it for aimed faults.
+        real_promote = delay.promote
+
+        def promote(*args: Any, **kwargs: Any) -> str | None:
+            with self.phase("promote"):
+                return real_promote(*args, **kwargs)
+
+        delay.promote = promote
         try:
             return self._simulate()
         finally:
             setattr(pail_queue, "new_job_id", real_new_job_id)  # noqa: B010
+            delay.promote = real_promote
 
     def _simulate(self) -> Outcome:
         config = self.config
@@ -329,6 +477,10 @@ class World:
             self.start("worker")
         for _ in range(config.reapers):
             self.start("reaper")
+        if config.redrive_budget and self.model.rules is Rules.PAIL:
+            self.start("redriver")
+        if config.cancel_share and self.model.rules is Rules.PAIL:
+            self.start("canceller")
         scheduler.run(self.quiet, max_steps=MAX_STEPS, until=config.chaos_duration)
         self.chaos_on = False
         self.store.faults_enabled = False

@@ -1,38 +1,59 @@
 """What must hold, checked after every step and at quiescence; and the trace to explain a failure.
 
 The ``Ledger`` hears every change the store applies (with the actor that
-made it and the exact simulated time), and every execution of a handler.
-From that it checks, as the run goes:
+made it and the exact simulated time), every execution of a handler, and
+what the operator's calls returned. From that it checks, as the run goes:
 
 * **nothing is lost:** once enqueued, a job always has at least one of its
   ``queue/``, ``run/``, ``done/`` or ``dlq/`` objects;
 * **results are immutable:** ``done/{id}``, once visible, is never replaced
-  or deleted;
-* **one terminal state:** a job is never both done and dead-lettered;
-* **no parallel execution:** two executions of a job never overlap at a
-  moment when both their leases were valid. A lease written (created or
-  renewed) at server time ``t`` is valid until ``t + visibility_timeout``;
-  this is judged with the exact time the server applied the write, which
-  is stricter than the one-second LastModified the reaper sees;
+  or deleted; the one exception is a redrive taking a dead job back, which
+  removes the job's *dead* marker once a redriven entry for it is pending;
+* **one terminal state:** a ``dlq/`` record always has a dead ``done/``
+  marker beside it (never a success, never a cancellation);
+* **no parallel execution:** a handler may *start* only while its worker
+  holds the current lease and no other worker holds a live one. "Holds" is
+  exact: the object at ``run/{id}`` is the worker's own write (a creation or
+  a renewal by that process; the reaper's fence is not), and it is live: the
+  server applied it less than ``visibility_timeout`` ago, by the exact
+  simulated time (stricter than the one-second ``LastModified`` the reaper
+  judges by). A start on a lease that lapsed (a stall after the claim's
+  last write) or that someone else rewrote is a violation at once, not a
+  statistic. (A cancel deletes a live lease without waiting for it to
+  expire, and a handler whose claim ended just before may start on it: the
+  lease is still no one else's and still within its life, and the worker
+  learns of the cancel at its next renewal.) Afterwards a lease may still
+  lapse mid-run (a late heartbeat,
+  a stall): that is at-least-once delivery, and the next owner's start is
+  checked by the same rule. As a second, independent check, two executions
+  never overlap at a moment when both their leases were valid;
 * **no run after the end:** once a job was made terminal by a writer that
   still held a valid lease, no execution starts on it with a valid lease;
-* **retries obey the policy:** no attempt number exceeds ``max_retries + 1``.
+  and no claim that starts after a cancellation's commit point runs the job;
+* **retries obey the policy:** no attempt number exceeds ``max_retries + 1``;
+* **every write is unique:** no write puts bytes on a key that an earlier
+  write put there (markers included). S3's ETag in a standard bucket is the
+  MD5 of the body, so equal bytes would make ``If-Match`` unable to tell
+  two writes apart (ABA);
+* **no actor dies:** a worker loop, a reaper or an operator that raises
+  anything but the errors it handles is a violation (its loop is gone).
 
 and at quiescence: every job is terminal exactly once, nothing is left in
-``queue/`` or ``run/``, and a job was executed *cleanly* (to the end, with a
-lease valid throughout) at most ``max_retries + 1`` times. Executions that
-a crash cut short, or whose lease lapsed (a stall, a late heartbeat), are
-counted separately.
+``queue/`` or ``run/``, a job that ``cancel`` said was cancelled ended
+cancelled, and a job was executed *cleanly* (to the end, with a lease valid
+throughout) at most ``max_retries + 1`` times per life (a redrive starts a
+new life).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from pail.codec import META_OUTCOME, OUTCOME_DEAD
+from pail.codec import META_OUTCOME, OUTCOME_CANCELLED, OUTCOME_DEAD, life_of
 from pail.store.base import StoredObject
 from tests.simulation.scheduler import Actor, Process, Scheduler
 
@@ -49,6 +70,14 @@ class Kind(StrEnum):
     PARALLEL = "parallel-execution"
     RAN_AFTER_END = "ran-after-end"
     RETRY_POLICY = "retry-policy"
+    SAME_BYTES = "same-bytes"
+    """Two writes put the same bytes on one key: their ETags are equal (ABA)."""
+    CANCEL_LOST = "cancel-lost"
+    """``cancel`` returned True, and the job ended otherwise."""
+    STATUS = "status"
+    """``status`` contradicted an outcome that stood for the whole call."""
+    ACTOR_DIED = "actor-died"
+    """A worker loop, reaper or operator raised: its loop is gone."""
     RESENT_ENQUEUE_RERUN = "resent-enqueue-rerun"
     """A run again or past the policy, of a job whose entry a resent enqueue re-created.
 
@@ -92,6 +121,8 @@ class Execution:
     crashed: bool = False
     recorded: bool | None = None
     """Whether the settle after it took effect (None: not settled)."""
+    life: int = 0
+    """How many redrives the job had when this execution started."""
 
     def label(self) -> str:
         return f"{self.process.name} attempt {self.attempt} [{self.start:.3f}, {self.end}]"
@@ -104,10 +135,24 @@ class JobState:
     enqueued: bool = False
     recreated: bool = False
     dead: bool = False
+    outcome: str | None = None
     terminal_at: float | None = None
     terminal_by_valid_writer: bool = False
     run_writes: list[tuple[Process, float]] = field(default_factory=list)
+    lease_writer: Process | None = None
+    """Who wrote the object now at ``run/{id}`` (None: there is none)."""
+    lease_written_at: float = 0.0
+    cancelled_lease: tuple[Process, float] | None = None
+    """The lease a cancellation deleted: who held it, and when they last wrote it."""
     executions: list[Execution] = field(default_factory=list)
+    redrives: int = 0
+    life: int = 0
+    """The job's current life: the highest ``redriven`` of any entry or lease written."""
+    outcome_life: int = 0
+    dlq_life: int = 0
+    """The life of the present ``dlq/`` record."""
+    cancelled_at: float | None = None
+    cancel_returned_true: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +185,9 @@ class Ledger:
         self.enqueued = 0
         self.open_executions = 0
         self.counts: Counter[str] = Counter()
+        self._bodies: dict[str, dict[bytes, int]] = {}
+        self.call = 0
+        """The store call being applied: tries of one call (botocore's resends) are one write."""
 
     # -- recording ----------------------------------------------------------
 
@@ -159,6 +207,8 @@ class Ledger:
     def mutated(
         self, key: str, before: StoredObject | None, after: StoredObject | None, actor: Actor | None
     ) -> None:
+        if after is not None:
+            self._check_unique_bytes(key, after)
         prefix, _, job_id = key.partition("/")
         job = self.jobs.get(job_id)
         if job is None:
@@ -170,40 +220,120 @@ class Ledger:
         elif before is None:
             job.present.add(prefix)
             self.live[prefix] += 1
+        if prefix in (QUEUE, RUN) and after is not None:
+            job.life = max(job.life, _int(_json(after.body).get("redriven", 0)))
+        if prefix == DLQ and after is not None:
+            job.dlq_life = _int(_json(after.body).get("redriven", 0))
         if prefix == QUEUE and after is not None:
             if not job.enqueued:
                 job.enqueued = True
                 self.enqueued += 1
             elif before is None and job.run_writes and not job.recreated:
                 job.recreated = self._first_attempt(after)
+            if _json(after.body).get("cancelled"):
+                self.cancelled(job_id)
             self._check_attempts(job, after, "queue", limit=self._max_attempt() - 1)
-        if prefix == RUN and after is not None:
-            if actor is not None:
-                job.run_writes.append((actor.process, now))
-            self._check_attempts(job, after, "run", limit=self._max_attempt())
+        if prefix == RUN:
+            if after is None and job.outcome == OUTCOME_CANCELLED and job.lease_writer is not None:
+                # A cancel takes a live lease away without waiting for it to expire;
+                # its owner learns at its next renewal (cancellation is cooperative).
+                job.cancelled_lease = (job.lease_writer, job.lease_written_at)
+            job.lease_writer = actor.process if actor is not None and after is not None else None
+            job.lease_written_at = now
+            if after is not None:
+                if actor is not None:
+                    job.run_writes.append((actor.process, now))
+                self._check_attempts(job, after, "run", limit=self._max_attempt())
         if prefix == DONE and before is not None:
-            what = "deleted" if after is None else "overwritten"
-            self._violate(Kind.RESULT_CHANGED, job_id, f"done/{job_id} was {what} once visible")
+            self._done_removed(job, before, after)
+        resurrected = (
+            prefix == DONE
+            and after is not None
+            and after.metadata.get(META_OUTCOME) == OUTCOME_DEAD
+            and _life(after) < job.life
+        )
+        if resurrected:
+            # A late write (a stalled dead-letter, a resend) of a life a redrive
+            # took back: not an outcome; whoever meets it must remove it.
+            self.counts["late_markers"] += 1
+            self.note(f"job {job_id}: a dead marker of an earlier life was written late")
         makes_terminal = prefix == DONE or (prefix == DLQ and self.rules is Rules.ORIGINAL)
-        if makes_terminal and after is not None and job.terminal_at is None:
+        if makes_terminal and after is not None and job.terminal_at is None and not resurrected:
             job.terminal_at = now
             self.terminal += 1
             writer = actor.process if actor is not None else None
             job.terminal_by_valid_writer = writer is not None and self._holds(job, writer, now)
-        if prefix == DONE and after is not None and before is None:
-            job.dead = after.metadata.get(META_OUTCOME) == OUTCOME_DEAD or after.body == b"null"
+        if prefix == DONE and after is not None and before is None and not resurrected:
+            job.outcome = after.metadata.get(META_OUTCOME)
+            job.outcome_life = _life(after)
+            job.dead = job.outcome == OUTCOME_DEAD
+            if job.outcome == OUTCOME_CANCELLED:
+                self.cancelled(job_id)
         self._check_step(job)
+
+    def _done_removed(
+        self, job: JobState, before: StoredObject, after: StoredObject | None
+    ) -> None:
+        """``done/{id}`` changed: only a redrive may remove it, and only a dead marker."""
+        dead = after is None and before.metadata.get(META_OUTCOME) == OUTCOME_DEAD
+        if dead and _life(before) < job.life and self.rules is Rules.PAIL:
+            ended_here = job.terminal_at is not None and job.outcome_life == _life(before)
+            if not ended_here:
+                self.note(f"job {job.job_id}: a dead marker of an earlier life is gone")
+                return
+            job.redrives += 1
+            job.dead, job.outcome = False, None
+            job.terminal_at = None
+            job.terminal_by_valid_writer = False
+            self.terminal -= 1
+            self.note(f"job {job.job_id} redriven: its dead marker is gone, life {job.life} begins")
+            return
+        what = "deleted" if after is None else "overwritten"
+        outcome = before.metadata.get(META_OUTCOME, "a result")
+        self._violate(
+            Kind.RESULT_CHANGED,
+            job.job_id,
+            f"done/{job.job_id} ({outcome}) was {what} once visible",
+        )
+
+    def cancelled(self, job_id: str) -> None:
+        """A cancellation passed its commit point (a marked entry, or the cancelled marker)."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.cancelled_at is None:
+            job.cancelled_at = self._scheduler.now
+
+    def cancel_returned(self, job_id: str, cancelled: bool) -> None:
+        """``Pail.cancel(job_id)`` returned ``cancelled``."""
+        job = self.jobs.get(job_id)
+        if job is not None and cancelled:
+            job.cancel_returned_true = True
+
+    def status_read(
+        self, job_id: str, began: float, state: str | None, outcome: str | None
+    ) -> None:
+        """``status`` returned ``state``; ``outcome`` is the one that stood throughout the call."""
+        expected = {"succeeded": "done", OUTCOME_CANCELLED: "cancelled"}.get(outcome or "")
+        if expected is not None and state != expected:
+            self._violate(
+                Kind.STATUS,
+                job_id,
+                f"status read from t={began:.3f} said {state!r} while the job was {expected}",
+            )
+
+    def actor_died(self, actor: Actor, exc: BaseException) -> None:
+        self._violate(Kind.ACTOR_DIED, "-", f"{actor.name} raised {type(exc).__name__}: {exc}")
 
     def execution_started(
         self, process: Process, job_id: str, attempt: int, claim_started: float
     ) -> Execution:
         now = self._scheduler.now
-        execution = Execution(job_id, process, attempt, claim_started, now)
         job = self.jobs[job_id]
+        execution = Execution(job_id, process, attempt, claim_started, now, life=job.life)
         job.executions.append(execution)
         self.open_executions += 1
         self.counts["executions"] += 1
         self.note(f"execution starts: job {job_id} attempt {attempt}")
+        self._check_start(job, execution)
         if attempt > self._max_attempt():
             self._violate(
                 Kind.RETRY_POLICY, job_id, f"attempt {attempt} ran, max_retries={self.max_retries}"
@@ -216,7 +346,41 @@ class Ledger:
                 f"{execution.label()} started with a valid lease after the job ended "
                 f"at t={job.terminal_at:.3f}",
             )
+        if job.cancelled_at is not None and claim_started > job.cancelled_at:
+            self._violate(
+                Kind.RAN_AFTER_END,
+                job_id,
+                f"{execution.label()} claimed at t={claim_started:.3f}, "
+                f"after its cancellation at t={job.cancelled_at:.3f}",
+            )
         return execution
+
+    def _check_start(self, job: JobState, execution: Execution) -> None:
+        """The handler may start only while its worker holds the current, live lease."""
+        now, holder = self._scheduler.now, job.lease_writer
+        taken = job.cancelled_lease
+        if holder is None and taken is not None and taken[0] is execution.process:
+            holder, written_at = taken  # the cancel took it while it was live: still no one else's
+            if now < written_at + self.vt:
+                self.counts["started_as_cancelled"] += 1
+                return
+        if holder is not execution.process:
+            who = "no lease" if holder is None else f"the lease of {holder.name}"
+            live = holder is not None and now < job.lease_written_at + self.vt
+            other = f" (live, written at t={job.lease_written_at:.3f})" if live else ""
+            self._violate(
+                Kind.PARALLEL,
+                job.job_id,
+                f"{execution.label()} started while run/{job.job_id} is {who}{other}, "
+                "not the lease of its own worker",
+            )
+        elif now >= job.lease_written_at + self.vt:
+            self._violate(
+                Kind.PARALLEL,
+                job.job_id,
+                f"{execution.label()} started on a lapsed lease (last written at "
+                f"t={job.lease_written_at:.3f}, lapsed at t={job.lease_written_at + self.vt:.3f})",
+            )
 
     def execution_ended(self, execution: Execution, *, crashed: bool = False) -> None:
         if execution.end is not None:
@@ -263,18 +427,29 @@ class Ledger:
                 self._violate(kind, job.job_id, f"not terminal at quiescence; objects: {left}")
             elif self.rules is Rules.PAIL and job.dead and DLQ not in job.present:
                 self._violate(Kind.TERMINAL, job.job_id, "dead marker without a dlq/ record")
+            if DLQ in job.present and job.dlq_life < job.life:
+                self._violate(
+                    Kind.TERMINAL, job.job_id, "a dlq/ record of a life a redrive took back is left"
+                )
+            if job.cancel_returned_true and job.outcome != OUTCOME_CANCELLED:
+                self._violate(
+                    Kind.CANCEL_LOST,
+                    job.job_id,
+                    f"cancel returned True, and the job ended {job.outcome or 'with no outcome'}",
+                )
             left = sorted(job.present & {QUEUE, RUN})
             if left and job.terminal_at is not None:
                 self._violate(Kind.STUCK, job.job_id, f"terminal but still has {left}")
-            clean = [e for e in job.executions if self.is_clean(e)]
             limit = self._max_attempt()
-            if len(clean) > limit:
-                runs = "; ".join(e.label() for e in clean)
-                self._violate(
-                    Kind.RETRY_POLICY,
-                    job.job_id,
-                    f"{len(clean)} clean executions > {limit}: {runs}",
-                )
+            for life in range(job.life + 1):
+                clean = [e for e in job.executions if e.life == life and self.is_clean(e)]
+                if len(clean) > limit:
+                    runs = "; ".join(e.label() for e in clean)
+                    self._violate(
+                        Kind.RETRY_POLICY,
+                        job.job_id,
+                        f"{len(clean)} clean executions > {limit}: {runs}",
+                    )
 
     def is_clean(self, execution: Execution) -> bool:
         """Ran to its end with its lease valid throughout."""
@@ -288,17 +463,19 @@ class Ledger:
         """Counts for reports: executions by kind, duplicates, crashes."""
         out = Counter(self.counts)
         for job in self.jobs.values():
-            clean = 0
             for execution in job.executions:
                 if execution.crashed:
                     out["executions_crashed"] += 1
                 elif self.is_clean(execution):
-                    clean += 1
                     out["executions_clean"] += 1
                 else:
                     out["executions_lapsed"] += 1
-            out["duplicates"] += max(0, len(job.executions) - 1)
-            out["jobs_dead" if job.dead else "jobs_done"] += 1
+            out["duplicates"] += max(0, len(job.executions) - 1 - job.redrives)
+            out["redrives"] += job.redrives
+            if job.outcome == OUTCOME_CANCELLED:
+                out["jobs_cancelled"] += 1
+            else:
+                out["jobs_dead" if job.dead else "jobs_done"] += 1
         return out
 
     # -- internals ----------------------------------------------------------
@@ -307,24 +484,37 @@ class Ledger:
         return 1_000_000 if self.max_retries is None else self.max_retries + 1
 
     def _first_attempt(self, obj: StoredObject) -> bool:
-        try:
-            data = json.loads(obj.body)
-        except ValueError:
-            return False
-        return int(data.get("attempts", 0)) == 0 and not data.get("redriven")
+        data = _json(obj.body)
+        return _int(data.get("attempts", 0)) == 0 and not data.get("redriven")
 
     def _violate(self, kind: Kind, job_id: str, detail: str) -> None:
-        if kind in (Kind.RAN_AFTER_END, Kind.RETRY_POLICY) and self.jobs[job_id].recreated:
+        job = self.jobs.get(job_id)
+        if kind in (Kind.RAN_AFTER_END, Kind.RETRY_POLICY) and job is not None and job.recreated:
             kind = Kind.RESENT_ENQUEUE_RERUN
         violation = Violation(kind, job_id, detail, self._scheduler.now)
         self.violations.append(violation)
         self.note(f"VIOLATION {violation}")
 
+    def _check_unique_bytes(self, key: str, after: StoredObject) -> None:
+        if self.rules is not Rules.PAIL:
+            return  # pailq 0.1.1 rewrites the same bytes (its heartbeats); it has no If-Match
+        digest = hashlib.blake2b(after.body, digest_size=16).digest()
+        seen = self._bodies.setdefault(key, {})
+        if seen.get(digest, self.call) != self.call:
+            job_id = key.rpartition("/")[2]
+            self._violate(
+                Kind.SAME_BYTES,
+                job_id,
+                f"{key} written with bytes an earlier write put there: {after.body[:60]!r}",
+            )
+        seen.setdefault(digest, self.call)
+
     def _check_step(self, job: JobState) -> None:
         if job.enqueued and not job.present:
             self._violate(Kind.LOST, job.job_id, "no queue/, run/, done/ or dlq/ object left")
         if self.rules is Rules.PAIL:
-            if DLQ in job.present and not (DONE in job.present and job.dead):
+            leftover = job.dlq_life < job.life  # a late write of a past life: cleared when met
+            if DLQ in job.present and not (DONE in job.present and job.dead) and not leftover:
                 self._violate(Kind.TERMINAL, job.job_id, "dlq/ record without a dead done/ marker")
         elif DLQ in job.present and DONE in job.present:
             self._violate(Kind.TERMINAL, job.job_id, "both done/ and dlq/")
@@ -332,10 +522,7 @@ class Ledger:
     def _check_attempts(self, job: JobState, obj: StoredObject, where: str, limit: int) -> None:
         if self.rules is not Rules.PAIL:
             return
-        try:
-            attempts = int(json.loads(obj.body).get("attempts", 0))
-        except (ValueError, AttributeError):
-            return
+        attempts = _int(_json(obj.body).get("attempts", 0))
         if attempts > limit:
             self._violate(
                 Kind.RETRY_POLICY,
@@ -382,8 +569,27 @@ class Ledger:
                 any(j in event.text for j in job_ids)
                 or "crashes" in event.text
                 or ("stalls" in event.text)
+                or "VIOLATION" in event.text
             ):
                 lines.append(f"{event.at:10.3f}  {event.actor:<14} {event.text}")
         if len(lines) > limit:
             lines = [*lines[: limit // 2], "   ...", *lines[-limit // 2 :]]
         return lines
+
+
+def _json(body: bytes) -> dict[str, object]:
+    """A body's JSON object, or ``{}`` for anything else (the ledger never trusts bytes either)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _life(obj: StoredObject) -> int:
+    """The life an outcome under ``done/`` ends (its ``pail-life`` metadata)."""
+    return life_of(obj.metadata)

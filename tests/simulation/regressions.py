@@ -15,9 +15,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from pail import status
 from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
+from pail.errors import ConditionFailedError
+from pail.features import cancel
 from pail.keys import Keys
-from pail.protocol import transitions
+from pail.protocol import redrive, transitions
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -97,10 +100,64 @@ def _requeue_keeps_any_pending_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transitions, "requeue", requeue)
 
 
+def _claim_step_three_trusts_a_missing_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The claim as it was before defect 3 was fixed: the known-bad step-3 variant.
+
+    A conditional DELETE of the entry that finds it gone was read as the
+    claimer's own resent delete unless ``done/`` existed, and nothing proved
+    the lease before the handler started.
+    """
+
+    def take_pending(self: Claimer, key: str, etag: str) -> bool:
+        store: Store = self._store
+        keys: Keys = self._keys
+        try:
+            store.delete(key, if_match=etag)
+            return True
+        except ConditionFailedError:
+            pass
+        if store.head(key) is not None:
+            return False
+        return store.head(keys.done(keys.job_id(key))) is None
+
+    monkeypatch.setattr(Claimer, "_take_pending", take_pending)
+    monkeypatch.setattr(Claimer, "_proven", lambda self, lease: True)
+
+
+def _markers_all_null(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every dead and cancelled marker is the same four bytes, ``null`` (issue 18, defect 0)."""
+    same = lambda token: b"null"  # noqa: E731
+    monkeypatch.setattr(transitions, "marker_body", same)
+    monkeypatch.setattr(cancel, "marker_body", same)
+
+
+def _nobody_clears_a_half_done_redrive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead marker of an earlier life counts as the job's outcome (defect 4)."""
+    monkeypatch.setattr(redrive, "took_back", lambda *args, **kwargs: False)
+
+
+def _status_reads_the_entry_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``status`` reads ``queue/`` before ``done/``: a late retry entry hides the outcome (defect 7)."""
+    fixed = status._read_once
+
+    def read_once(store: Store, keys: Keys, job_id: str) -> status.JobStatus | None:
+        entry = store.get(keys.queue(job_id))
+        if entry is not None:
+            return status.JobStatus(job_id, status.JobState.PENDING, 0, None, entry.last_modified)
+        return fixed(store, keys, job_id)
+
+    monkeypatch.setattr(status, "_read_once", read_once)
+
+
+def _late_dead_letter_keeps_its_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead-letter that lands after a redrive took its death back is not cleared."""
+    monkeypatch.setattr(redrive, "later_life", lambda *args, **kwargs: False)
+
+
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
-        6,
+        181,
         Kind.LOST,
         "A claim stalls between PUT run/ and DELETE queue/; the reaper finds the expired "
         "lease with its pending entry still there and drops the lease; the claim resumes and "
@@ -109,7 +166,7 @@ REGRESSIONS = (
     ),
     Regression(
         "reaped-dead-marker-without-dlq",
-        90,
+        117,
         Kind.TERMINAL,
         "A reaper fences an expired lease with no retries left and writes the dead marker, "
         "then dies; the next reaper sees a RUNNING (not DYING) lease beside the marker and only "
@@ -118,7 +175,7 @@ REGRESSIONS = (
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
-        1603,
+        116,
         Kind.RESENT_ENQUEUE_RERUN,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
@@ -127,11 +184,57 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        14345,
+        7454,
         Kind.RETRY_POLICY,
         "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
         "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
         "earlier attempts run again, and the job runs more than max_retries + 1 times.",
         _requeue_keeps_any_pending_entry,
+    ),
+    Regression(
+        "stalled-claimer-runs-in-parallel",
+        3,
+        Kind.PARALLEL,
+        "A claimer stalls after its lease write (or after deleting the entry) past the lease; "
+        "the reaper fences the lease and requeues the job; another worker claims and runs it. "
+        "The first wakes, its DELETE of the entry finds it gone (sent once: the reaper took "
+        "it), reads that as its own resent delete, finds no done/, and starts the handler "
+        "while the other worker's lease is live (issue 12, defect 3).",
+        _claim_step_three_trusts_a_missing_entry,
+    ),
+    Regression(
+        "redrive-deletes-a-cancellation",
+        269,
+        Kind.RESULT_CHANGED,
+        "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
+        "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
+        "written in between (issue 18, defect 0).",
+        _markers_all_null,
+    ),
+    Regression(
+        "half-done-redrive-dead-again",
+        181,
+        Kind.TERMINAL,
+        "A redrive stops after writing the new entry (or after deleting the record); the claim "
+        "of the redriven entry finds the old dead marker and takes it for the job's end: the job "
+        "dies again with no record, or is done with the old record left (issue 12, defect 4).",
+        _nobody_clears_a_half_done_redrive,
+    ),
+    Regression(
+        "late-retry-entry-hides-done",
+        432,
+        Kind.STATUS,
+        "A stalled owner's retry entry lands after another worker finished the job; status "
+        "reads queue/ first and says pending for a done job (issue 12, defect 7).",
+        _status_reads_the_entry_first,
+    ),
+    Regression(
+        "late-dead-letter-outlives-redrive",
+        4480,
+        Kind.TERMINAL,
+        "A dead-letter writer stalls (or its dlq/ PUT is resent late); the reaper finishes the "
+        "dead-letter, an operator redrives the job, and the late write re-creates the record "
+        "of the death taken back: the job lives on with a dead-letter beside it.",
+        _late_dead_letter_keeps_its_record,
     ),
 )

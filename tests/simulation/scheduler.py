@@ -87,6 +87,8 @@ class Scheduler:
         self._order = itertools.count()
         self._main = getcurrent()
         self._processes: list[Process] = []
+        self.on_error: Callable[[Actor, Exception], None] | None = None
+        """Told when an actor raises (anything but a crash); unset, the error ends the run."""
 
     # -- processes and actors ----------------------------------------------
 
@@ -109,6 +111,10 @@ class Scheduler:
                 body()
             except (Crash, GreenletExit):
                 pass
+            except Exception as exc:  # an actor's loop died: report it, the run goes on
+                if self.on_error is None:
+                    raise
+                self.on_error(actor, exc)
             finally:
                 actor.finished = True
 

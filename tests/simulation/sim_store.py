@@ -99,6 +99,10 @@ class Observer(Protocol):
         """Called at both ends of every try: where a process may crash or stall."""
         ...
 
+    def before_request(self, actor: Actor, op: str, key: str) -> None:
+        """Called before every try is sent, with what it is: where a fault can be aimed."""
+        ...
+
 
 class SimStore:
     """A ``Store`` whose every request is a scheduling point; see the module docstring."""
@@ -129,6 +133,9 @@ class SimStore:
         self.faults_enabled = True
         self.injected: Counter[str] = Counter()
         self.requests = 0
+        self._calls = 0
+        self.applying = 0
+        """The number of the call whose try is being applied (tries of one call share it)."""
 
     # -- the server's clock -------------------------------------------------
 
@@ -229,11 +236,15 @@ class SimStore:
         conditional: bool = False,
     ) -> T:
         actor = self._scheduler.current
+        self._calls += 1
+        call = self._calls
         if actor is None:
+            self.applying = call
             return self._apply(None, op, key, apply, mutates)
         self.requests += 1
         tries = max(1, self.faults.attempts)
         for attempt in range(1, tries + 1):
+            self._observer.before_request(actor, op, key)
             self._travel(actor)
             fault = self._draw(mutates, conditional)
             if self._script is not None:
@@ -242,6 +253,7 @@ class SimStore:
                 self._observer.request(actor, op, key, f"{fault} (not applied)")
                 self._give_up_or_back_off(attempt, tries, op, key, fault)
                 continue
+            self.applying = call
             try:
                 result = self._apply(actor, op, key, apply, mutates)
                 failed: ConditionFailedError | None = None
@@ -325,4 +337,7 @@ class NullObserver:
         pass
 
     def checkpoint(self, actor: Actor) -> None:
+        pass
+
+    def before_request(self, actor: Actor, op: str, key: str) -> None:
         pass

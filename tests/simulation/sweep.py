@@ -49,11 +49,17 @@ class Sweep:
             f"  jobs: {c['jobs_done']} done, {c['jobs_dead']} dead-lettered, lost 0 and stuck 0 "
             f"unless listed above\n"
             f"  requests {c['requests']}, faults injected: {faults}\n"
-            f"  crashes {c['crashes']}, stalls {c['stalls']}, late heartbeats "
-            f"{c['heartbeat_delays']}, reaper passes {c['reaper_passes']}\n"
+            f"  crashes {c['crashes']}, stalls {c['stalls']} ({c['stalls_long']} past the "
+            f"lease, {c['stalls_short']} shorter), aimed at one request: "
+            f"{c['aimed_long-stall']} long stalls, {c['aimed_short-stall']} short, "
+            f"{c['aimed_crash']} crashes; late heartbeats {c['heartbeat_delays']}, "
+            f"reaper passes {c['reaper_passes']}\n"
+            f"  operators: {c['redrives']} redrives, {c['cancels']} cancels "
+            f"({c['cancel_cancelled']} True), {c['status_reads']} status reads\n"
             f"  executions {c['executions']}: clean {c['executions_clean']}, cut short by a "
-            f"crash {c['executions_crashed']}, lease lapsed (stall or late heartbeat) "
-            f"{c['executions_lapsed']}; duplicates (runs beyond a job's first) {c['duplicates']}"
+            f"crash {c['executions_crashed']}, lease lapsed mid-run (stall or late heartbeat) "
+            f"{c['executions_lapsed']}; duplicates (runs beyond one per life) {c['duplicates']}; "
+            f"started on a lease a cancel had just taken {c['started_as_cancelled']}"
         )
 
 

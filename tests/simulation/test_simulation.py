@@ -25,7 +25,14 @@ from pail.queue import Pail
 from pail.store.base import Store
 from pail.store.memory import MemoryStore
 from tests.contract import test_store_contract
-from tests.simulation.harness import model_named, run_seed
+from tests.simulation.harness import (
+    AIM_MAX_REQUEST,
+    PHASES,
+    AimAction,
+    SimConfig,
+    model_named,
+    run_seed,
+)
 from tests.simulation.invariants import Kind
 from tests.simulation.regressions import REGRESSIONS, Regression
 from tests.simulation.scheduler import Actor, Scheduler
@@ -35,9 +42,10 @@ from tests.simulation.sweep import sweep
 SEEDS = int(os.environ.get("PAIL_SIM_SEEDS", "10000"))
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 REGRESSION_SEARCH = 300
-KNOWN_RESENT_ENQUEUE_SEED = 1603
 ORIGINAL_SEED_BUDGET = 100
 """The known-bad model must show each of its bugs within this many seeds."""
+KNOWN_BAD_SEED_BUDGET = 100
+"""The known-bad claim step 3 must show a parallel execution within this many seeds."""
 
 
 def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() -> None:
@@ -45,17 +53,42 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
 
     print(f"\nsimulation: {result.summary()}")
     assert result.seeds == SEEDS
-    assert result.counts["crashes"] > 0 and result.counts["stalls"] > 0  # chaos really happened
+    counts = result.counts
+    assert counts["crashes"] > 0 and counts["stalls_long"] > 0 and counts["stalls_short"] > 0
     assert all(result.faults[fault] > 0 for fault in Fault)
+    # Every kind of aimed fault struck, and the operators really redrove and cancelled.
+    assert all(counts[f"aimed_{action}"] > 0 for action in AimAction)
+    assert counts["redrives"] > 0 and counts["cancels"] > 0 and counts["status_reads"] > 0
     assert not result.kinds, "\n\n".join(result.failures[:3])
 
 
-def test_given_resent_enqueue_recreating_a_claimed_entry_then_the_finished_job_does_not_run_again() -> (
-    None
-):
-    outcome = run_seed(KNOWN_RESENT_ENQUEUE_SEED)
+def test_given_every_phase_and_request_when_swept_then_an_aimed_fault_hit_each() -> None:
+    """The sweep's aimed faults cover a stall (long and short) and a crash before every request."""
+    configs = [SimConfig.for_seed(seed) for seed in range(SEEDS)]
+    aims = {(c.aim.phase, c.aim.request, c.aim.action) for c in configs if c.aim is not None}
 
-    assert not outcome.failed, outcome.report()
+    wanted = {
+        (phase, request, action)
+        for phase in PHASES
+        for request in range(1, AIM_MAX_REQUEST + 1)
+        for action in AimAction
+    }
+    assert wanted <= aims, sorted(wanted - aims)[:10]
+
+
+def test_given_the_old_claim_step_three_when_simulated_then_a_parallel_execution_is_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The known-bad step-3 variant (issue 12, defect 3) must be caught, as the original is."""
+    regression = next(r for r in REGRESSIONS if r.name == "stalled-claimer-runs-in-parallel")
+    regression.restore_bug(monkeypatch)
+
+    found = [s for s in range(KNOWN_BAD_SEED_BUDGET) if Kind.PARALLEL in run_seed(s).kinds()]
+
+    print(f"\nold claim step 3: parallel execution in {len(found)}/{KNOWN_BAD_SEED_BUDGET} seeds")
+    assert found, f"no parallel execution in {KNOWN_BAD_SEED_BUDGET} seeds"
+    detail = next(v.detail for v in run_seed(found[0]).violations if v.kind is Kind.PARALLEL)
+    assert "started" in detail  # caught at the handler's start, not as a statistic
 
 
 @pytest.mark.parametrize("regression", REGRESSIONS, ids=lambda r: r.name)

@@ -22,11 +22,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pail.codec import DEAD_MARKER, META_OUTCOME, OUTCOME_CANCELLED, OUTCOME_DEAD, Envelope
+from pail.codec import (
+    META_OUTCOME,
+    OUTCOME_CANCELLED,
+    OUTCOME_DEAD,
+    OUTCOME_SUCCEEDED,
+    Envelope,
+    LeaseRecord,
+    marker_body,
+)
 from pail.errors import DecodeError, JobNotFoundError
 from pail.features import delay
 from pail.ids import new_token
 from pail.keys import Keys
+from pail.protocol import outcome as outcome_writer
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store, StoredObject
 
@@ -47,7 +56,7 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
             if cancelled is None:
                 continue  # claimed or replaced since we read it: look again
             return cancelled
-        running = store.head(keys.run(job_id))
+        running = store.get(keys.run(job_id))
         if running is None:
             ended = _outcome(store, keys, job_id)
             if ended is not None:
@@ -56,7 +65,7 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
             if waiting is not None:
                 return cancel_delayed(store, keys, job_id, waiting.key, waiting.etag, stats)
             continue  # between two states (a retry being written): look again
-        outcome = _mark_terminal(store, keys, job_id, stats)
+        outcome = _mark_terminal(store, keys, job_id, stats, _life(running.body, job_id))
         if outcome != OUTCOME_CANCELLED:
             return False
         _drop_lease(store, keys, job_id, running.etag)
@@ -101,8 +110,8 @@ def cancel_entry(
         if won is None:
             return None
         etag = won.etag
-    redriven = envelope is not None and envelope.redriven > 0 and envelope.attempts == 0
-    return finish_pending(store, keys, job_id, etag, redriven=redriven, stats=stats)
+    life = envelope.redriven if envelope is not None else 0
+    return finish_pending(store, keys, job_id, etag, life=life, stats=stats)
 
 
 def finish_pending(
@@ -111,7 +120,7 @@ def finish_pending(
     job_id: str,
     entry_etag: str,
     *,
-    redriven: bool = False,
+    life: int = 0,
     stats: WriteStats | None = None,
 ) -> bool:
     """End a pending entry marked cancelled: the terminal marker, then delete the entry.
@@ -121,17 +130,13 @@ def finish_pending(
     True if the job is cancelled, False if it had already ended otherwise
     (a stale retry entry of a finished job): either way the entry goes.
 
-    A redriven first attempt may still find its old dead marker (the redrive
-    stopped before removing it): the redrive is finished first, as a claim
-    would, so that the cancellation, not the old death, is the outcome.
+    A redriven entry (of life ``life``, its ``redriven`` count) may belong to
+    a redrive that stopped before removing the death it took back: the marker
+    write clears that death first (``outcome.create``), so that the
+    cancellation, not the old death, is the outcome; nothing of this life is
+    touched (each delete is ``If-Match``).
     """
-    outcome = _mark_terminal(store, keys, job_id, stats)
-    if outcome == OUTCOME_DEAD and redriven:
-        marker = store.head(keys.done(job_id))
-        if marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
-            delete_if_unchanged(store, marker.key, marker.etag)
-        store.delete(keys.dlq(job_id))
-        outcome = _mark_terminal(store, keys, job_id, stats)
+    outcome = _mark_terminal(store, keys, job_id, stats, life)
     delete_if_unchanged(store, keys.queue(job_id), entry_etag)
     return outcome == OUTCOME_CANCELLED
 
@@ -150,22 +155,39 @@ def was_cancelled(store: Store, keys: Keys, job_id: str) -> bool:
     return _outcome(store, keys, job_id) == OUTCOME_CANCELLED
 
 
-def _mark_terminal(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) -> str:
+def _mark_terminal(
+    store: Store,
+    keys: Keys,
+    job_id: str,
+    stats: WriteStats | None,
+    life: int = 0,
+) -> str:
     """Create the cancelled marker unless the job has an outcome; return the job's outcome."""
-    written = put_conditional(
+    token = new_token()
+    made = outcome_writer.create(
         store,
-        keys.done(job_id),
-        DEAD_MARKER,
-        new_token(),
-        if_none_match=True,
-        metadata={META_OUTCOME: OUTCOME_CANCELLED},
+        keys,
+        job_id,
+        marker_body(token),
+        token,
+        metadata=outcome_writer.metadata(OUTCOME_CANCELLED, life=life),
+        life=life,
         stats=stats,
         reason="cancel-marker",
     )
-    if written is not None:
+    if made.written is not None:
         return OUTCOME_CANCELLED
-    # Lost: another outcome is there (or was, if a redrive removed it since).
-    return _outcome(store, keys, job_id) or OUTCOME_DEAD
+    if made.existing is None:
+        return _outcome(store, keys, job_id) or OUTCOME_DEAD
+    # No pail metadata: written by pailq 0.1.1, a success.
+    return made.existing.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
+
+
+def _life(lease_body: bytes, job_id: str) -> int:
+    try:
+        return LeaseRecord.decode(lease_body, job_id).redriven
+    except DecodeError:
+        return 0
 
 
 def _outcome(store: Store, keys: Keys, job_id: str) -> str | None:
@@ -173,7 +195,7 @@ def _outcome(store: Store, keys: Keys, job_id: str) -> str | None:
     if done is None:
         return None
     # No pail metadata: written by pailq 0.1.1, a success.
-    return done.metadata.get(META_OUTCOME, "succeeded")
+    return done.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
 
 
 def _drop_lease(store: Store, keys: Keys, job_id: str, etag: str) -> None:

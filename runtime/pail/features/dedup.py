@@ -35,7 +35,7 @@ from pail.features import delay
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, put_conditional
-from pail.status import read_status
+from pail.status import job_exists
 from pail.store.base import Store
 
 MAX_KEY_LENGTH = 1024
@@ -111,7 +111,7 @@ def forget_key(store: Store, keys: Keys, key: str) -> None:
 
 
 def _unknown(store: Store, keys: Keys, job_id: str, due: datetime | None) -> bool:
-    if read_status(store, keys, job_id) is not None:
+    if job_exists(store, keys, job_id):
         return False
     return due is None or store.head(delay.delayed_key(keys, due, job_id)) is None
 

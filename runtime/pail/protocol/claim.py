@@ -17,16 +17,28 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
 2. PUT ``run/{id}`` with ``If-None-Match: *``: the lease, carrying the payload.
    Exactly one worker wins it.
 3. DELETE ``queue/{id}`` with ``If-Match`` on the ETag from step 1. This is
-   what stops a worker acting on a stale view: if the entry is gone, the job
-   was claimed and finished by someone else after step 1 (unless the delete
-   was ours, retried, which ``done/`` tells apart); if it changed, it is a
-   newer entry whose own claim will run it.
+   what stops a worker acting on a stale view. If the entry changed, it is a
+   newer entry whose own claim will run it. If it is gone, a delete that was
+   sent once cannot have met its own earlier try: someone else took the
+   entry (the job ended, or the reaper took it after fencing this lease), so
+   the job is not ours. Only a *resent* delete may have been ours; step 4 and
+   the proof below settle it.
 4. HEAD ``done/{id}``: an entry can outlive its job. A stalled worker's late
    retry can land after the job ended; so can a producer's create-only PUT
    whose response was lost and which botocore resent after a worker had
    claimed and finished the job (the resend finds the key free and creates
    it again). The simulation found both; this read closes them for one
-   GET-class request per job.
+   GET-class request per job. A dead marker of an earlier life than the
+   entry's is the death a redrive took back, not an end: the redrive stopped
+   half-way, and the claim clears it (``redrive.took_back``) and runs the job.
+5. The proof of ownership, before the handler may start: if less than
+   two-thirds of the lease surely remains (the claimer stalled, or its
+   requests were slow), renew it with ``If-Match`` on the ETag of step 2.
+   Success proves the lease is the current one and nobody else's (the
+   reaper's fence rewrites it, a cancel deletes it, and every write is
+   unique, so the ETag names our write alone), and leaves a whole lease to
+   run on; a 412 means it was taken over: the job is not ours. A claim
+   without a stall pays nothing for this.
 """
 
 from __future__ import annotations
@@ -35,12 +47,12 @@ import logging
 import random
 
 from pail.clock import Clock
-from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
-from pail.errors import ConditionFailedError, DecodeError
+from pail.codec import DYING, Envelope, ErrorInfo, LeaseRecord
+from pail.errors import ConditionFailedError, DecodeError, LeaseLostError
 from pail.features import cancel, delay
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
-from pail.protocol import transitions
+from pail.protocol import redrive, transitions
 from pail.protocol.lease import Lease
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store, StoredObject
@@ -52,6 +64,10 @@ MAX_CANDIDATES_PER_CLAIM = 8
 MAX_LISTS_PER_CLAIM = 3
 CLEAN_CLAIMS_BEFORE_NARROWING = 16
 STALE_AFTER_MISSES = 2
+START_SHARE = 2 / 3
+"""A handler starts only with this share of its lease surely ahead (the heartbeat's first
+renewal comes a third of a lease later); a claim that took longer renews first (step 5)."""
+PROOF_RENEWALS = 3
 
 
 class Claimer:
@@ -158,13 +174,12 @@ class Claimer:
             return None
         if envelope.cancelled:
             # A cancellation past its commit point: finish it, never run the job.
-            first_redrive = envelope.redriven > 0 and envelope.attempts == 0
             cancel.finish_pending(
                 self._store,
                 self._keys,
                 job_id,
                 pending.etag,
-                redriven=first_redrive,
+                life=envelope.redriven,
                 stats=self._stats,
             )
             return None
@@ -203,6 +218,8 @@ class Claimer:
         if not self._take_pending(key, pending.etag) or self._ended(envelope, job_id):
             delete_if_unchanged(self._store, lease.key, lease.etag)
             return None
+        if not self._proven(lease):
+            return None  # taken over while we stalled: the lease is someone else's now
         return lease
 
     def _take_pending(self, key: str, etag: str) -> bool:
@@ -210,25 +227,38 @@ class Claimer:
         try:
             self._store.delete(key, if_match=etag)
             return True
-        except ConditionFailedError:
-            pass
-        if self._store.head(key) is not None:
-            return False  # a newer entry replaced the one we read
-        # Gone: our own earlier try of this delete, or the job ended meanwhile.
-        return self._store.head(self._keys.done(self._keys.job_id(key))) is None
+        except ConditionFailedError as exc:
+            # Changed: a newer entry, which its own claim runs. Gone, on a
+            # delete sent once: someone else took it. Gone on a resent delete:
+            # maybe our own first try; steps 4 and 5 decide.
+            return exc.missing and exc.retried
 
     def _ended(self, envelope: Envelope, job_id: str) -> bool:
-        """Step 4: True if this entry is stale because the job already ended."""
+        """Step 4: True if this entry is stale because the job already ended.
+
+        A dead marker of an earlier life than this entry's is not an end: its
+        redrive stopped half-way (or a late write re-created it); it is
+        cleared here, and the job runs.
+        """
         done = self._store.head(self._keys.done(job_id))
-        if done is None:
-            return False
-        redrive_unfinished = envelope.redriven and envelope.attempts == 0
-        if redrive_unfinished and done.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
-            # A redrive that stopped before clearing the dead marker: finish it.
-            delete_if_unchanged(self._store, done.key, done.etag)
-            self._store.delete(self._keys.dlq(job_id))
-            return False
-        return True
+        took_back = redrive.took_back(self._store, self._keys, job_id, envelope.redriven, done)
+        return done is not None and not took_back
+
+    def _proven(self, lease: Lease) -> bool:
+        """Step 5: make sure the lease is ours and has most of its life ahead; False if lost.
+
+        The reaper takes a lease only once it expired, so while a third or
+        less of it has passed since we sent its write, nobody can have fenced
+        it: no request is needed. Otherwise a renewal (``If-Match``) proves it.
+        """
+        for _ in range(PROOF_RENEWALS):
+            if lease.remaining() >= self._timeout * START_SHARE:
+                return True
+            try:
+                lease.renew()
+            except LeaseLostError:
+                return False
+        return lease.remaining() > 0
 
     def _dead_letter_garbage(self, job_id: str, pending: StoredObject, exc: DecodeError) -> None:
         """A body that is not a pail job: dead-letter it under a lease, keeping its bytes."""

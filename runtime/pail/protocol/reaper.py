@@ -36,7 +36,7 @@ from pail.codec import (
 from pail.errors import ConditionFailedError, DecodeError, StorageError
 from pail.ids import new_token
 from pail.keys import RUN, Keys
-from pail.protocol import transitions
+from pail.protocol import redrive, transitions
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -201,6 +201,8 @@ class Reaper:
     def _finish(self, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None) -> None:
         job_id = record.job_id
         done = self._store.head(self._keys.done(job_id))
+        if redrive.took_back(self._store, self._keys, job_id, record.redriven, done):
+            done = None  # a piece of the death this life's redrive took back, now removed
         if done is not None:
             if done.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
                 # The marker is the decision to dead-letter, made by a DYING owner
@@ -256,14 +258,20 @@ class Reaper:
         step 3 itself, and then ends the expired attempt like any other. An
         entry with as many attempts as the lease has used is a retry already
         written (for a release before the handler started, one fewer than the
-        lease's attempt: it was not spent).
+        lease's attempt: it was not spent), and one of a later life
+        (``redriven``) belongs to a redrive that came after this lease's claim
+        read its entry: both are newer, and stay.
         """
         try:
             envelope = Envelope.decode(pending.body)
-            if envelope.cancelled or envelope.attempts >= record.attempts_used:
-                return False  # a cancelled entry is the job's end: a claim finishes it
         except DecodeError:
             return False  # garbage under queue/: a claimer dead-letters it
+        if envelope.cancelled:
+            return False  # a cancelled entry is the job's end: a claim finishes it
+        if (envelope.redriven, envelope.attempts) >= (record.redriven, record.attempts_used):
+            # A newer entry: the job moved on past this lease (a retry written,
+            # or a redrive started a later life while a stale lease lingered).
+            return False
         try:
             self._store.delete(pending.key, if_match=pending.etag)
         except ConditionFailedError:

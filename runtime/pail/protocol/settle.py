@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 from pail.codec import (
     DYING,
-    META_ATTEMPT,
-    META_OUTCOME,
     OUTCOME_SUCCEEDED,
     RETRYING,
     ErrorInfo,
@@ -25,9 +23,9 @@ from pail.codec import (
 from pail.errors import LeaseLostError, StorageError
 from pail.features.retry import RetryPolicy
 from pail.keys import Keys
-from pail.protocol import transitions
+from pail.protocol import outcome, transitions
 from pail.protocol.lease import Lease
-from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
+from pail.protocol.writes import WriteStats, delete_if_unchanged
 from pail.store.base import Store
 
 log = logging.getLogger("pail")
@@ -71,17 +69,18 @@ def complete(
     body = encode_result(result)
     lease.ensure(policy.margin)
     record = lease.record
-    written = put_conditional(
+    made = outcome.create(
         store,
-        keys.done(lease.job_id),
+        keys,
+        lease.job_id,
         body,
         record.write + "-done",
-        if_none_match=True,
-        metadata={META_OUTCOME: OUTCOME_SUCCEEDED, META_ATTEMPT: str(record.attempt)},
+        metadata=outcome.metadata(OUTCOME_SUCCEEDED, record),
+        life=record.redriven,
         stats=stats,
         reason="done",
     )
-    if written is None:
+    if made.written is None:
         delete_if_unchanged(store, lease.key, lease.etag)
         log.warning("job %s already had an outcome; this result was dropped", lease.job_id)
         return False
@@ -116,9 +115,16 @@ def fail(
     record, etag = lease.record, lease.etag
     if dying:
         return transitions.dead_letter(store, keys, record, etag, error=error, stats=stats)
-    return transitions.requeue(
+    ending = transitions.requeue(
         store, keys, record, etag, attempts=attempt, error=error, stats=stats
     )
+    if ending is transitions.Ending.LEASE_LOST:
+        # We stalled after deciding: the reaper fenced the lease and finished the
+        # retry itself. Our entry may land late, beside a job that moved on; the
+        # claim that meets it drops it, and status reads done/ first.
+        lease.mark_lost()
+        raise LeaseLostError(f"job {lease.job_id}: the lease was taken over while failing")
+    return ending
 
 
 def release(

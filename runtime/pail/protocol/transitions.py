@@ -11,21 +11,22 @@ in the same state.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import StrEnum
 
 from pail.codec import (
-    DEAD_MARKER,
-    META_ATTEMPT,
     META_OUTCOME,
     OUTCOME_DEAD,
     DeadLetter,
     Envelope,
     ErrorInfo,
     LeaseRecord,
+    marker_body,
 )
-from pail.errors import DecodeError
+from pail.errors import ConditionFailedError, DecodeError
 from pail.ids import new_token
 from pail.keys import Keys
+from pail.protocol import outcome, redrive
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store
 
@@ -38,6 +39,9 @@ class Ending(StrEnum):
     REQUEUED = "requeued"
     DEAD_LETTERED = "dead_lettered"
     ALREADY_DONE = "already_done"
+    LEASE_LOST = "lease_lost"
+    """The writes were made, but the lease was taken over before it was dropped: the
+    reaper (after a stall) finished the transition too, and the job may have moved on."""
 
 
 def requeue(
@@ -52,27 +56,53 @@ def requeue(
 ) -> Ending:
     """Write the next pending entry for the job, then drop the lease.
 
-    If a pending entry already exists with at least as many attempts, it is
-    kept: it was written by an earlier try of this same transition, and the
-    job is pending, which is what this step must ensure. One with fewer
-    attempts is stale (a stalled worker's late retry, or a producer's PUT
+    If a pending entry already exists with at least as many attempts (or of
+    a later life), it is kept: it was written by an earlier try of this same
+    transition (or by a redrive), and the job is pending, which is what this
+    step must ensure. One with fewer attempts is stale (a stalled worker's late retry, or a producer's PUT
     that botocore retried after a worker had claimed the job) and is
     replaced under ``If-Match``: kept, it would run attempts over again,
     past ``max_retries``. The lease is dropped only once the job is surely
     pending; otherwise it stays, deciding a retry, for the reaper to finish.
     """
     envelope = record.envelope(attempts=attempts, last_error=error)
-    if _ensure_pending(store, keys.queue(record.job_id), envelope, stats):
-        delete_if_unchanged(store, keys.run(record.job_id), lease_etag)
+    pending = _ensure_pending(store, keys.queue(record.job_id), envelope, stats)
+    if pending and not _drop_lease(store, keys.run(record.job_id), lease_etag):
+        return Ending.LEASE_LOST
     return Ending.REQUEUED
 
 
+def _drop_lease(store: Store, key: str, etag: str) -> bool:
+    """Delete the lease ``If-Match`` its ETag; False if it was not ours any more.
+
+    A 412 means the lease was rewritten (the reaper's fence). A 404 on a
+    delete sent once means someone else removed it; on a resent one it may be
+    our own first try, which counts as ours.
+    """
+    try:
+        store.delete(key, if_match=etag)
+    except ConditionFailedError as exc:
+        return exc.missing and exc.retried
+    return True
+
+
 def _ensure_pending(store: Store, key: str, envelope: Envelope, stats: WriteStats | None) -> bool:
-    """Make ``key`` a pending entry with at least ``envelope``'s attempts; False if it could not."""
-    body = envelope.encode()
+    """Make ``key`` a pending entry with at least ``envelope``'s attempts; False if it could not.
+
+    Each PUT is a new write with a fresh token: were a second PUT to repeat
+    the first one's bytes after a claim took the first, an ``If-Match`` on
+    the first one's ETag (a claimer's step 3) would match the second (ABA).
+    """
     for _ in range(REQUEUE_TRIES):
+        envelope = replace(envelope, write=new_token())
         created = put_conditional(
-            store, key, body, envelope.write, if_none_match=True, stats=stats, reason="requeue"
+            store,
+            key,
+            envelope.encode(),
+            envelope.write,
+            if_none_match=True,
+            stats=stats,
+            reason="requeue",
         )
         if created is not None:
             return True
@@ -81,24 +111,37 @@ def _ensure_pending(store: Store, key: str, envelope: Envelope, stats: WriteStat
             # Taken since our PUT failed: write ours again (a claim's done/
             # check drops it if the job has ended meanwhile).
             continue
-        if _attempts(current.body) >= envelope.attempts:
+        if _progress(current.body) >= (envelope.redriven, envelope.attempts):
             return True
+        envelope = replace(envelope, write=new_token())
         replaced = put_conditional(
-            store, key, body, envelope.write, if_match=current.etag, stats=stats, reason="requeue"
+            store,
+            key,
+            envelope.encode(),
+            envelope.write,
+            if_match=current.etag,
+            stats=stats,
+            reason="requeue",
         )
         if replaced is not None:
             return True
     return False
 
 
-def _attempts(body: bytes) -> int:
-    """The attempts of a pending entry; garbage counts as current (it is dead-lettered by a claim)."""
+def _progress(body: bytes) -> tuple[int, int]:
+    """How far a pending entry is: (life, attempts). Garbage and cancelled entries count as ahead.
+
+    Garbage is dead-lettered by a claim; a cancelled entry's cancellation
+    must win over a late retry. A later life's entry (a redrive) is ahead of
+    every retry of an earlier life, whatever its attempts.
+    """
     try:
         envelope = Envelope.decode(body)
     except DecodeError:
-        return 1 << 30
-    # A cancelled entry is kept: its cancellation must win over a late retry.
-    return 1 << 30 if envelope.cancelled else envelope.attempts
+        return (1 << 30, 0)
+    if envelope.cancelled:
+        return (1 << 30, 0)
+    return (envelope.redriven, envelope.attempts)
 
 
 def dead_letter(
@@ -118,21 +161,22 @@ def dead_letter(
     job is not dead-lettered.
     """
     job_id = record.job_id
-    marker = put_conditional(
+    token = new_token()
+    made = outcome.create(
         store,
-        keys.done(job_id),
-        DEAD_MARKER,
-        new_token(),
-        if_none_match=True,
-        metadata={META_OUTCOME: OUTCOME_DEAD, META_ATTEMPT: str(record.attempt)},
+        keys,
+        job_id,
+        marker_body(token),
+        token,
+        metadata=outcome.metadata(OUTCOME_DEAD, record),
+        life=record.redriven,
         stats=stats,
         reason="dead-marker",
     )
-    if marker is None:
-        existing = store.head(keys.done(job_id))
-        if existing is not None and existing.metadata.get(META_OUTCOME) != OUTCOME_DEAD:
-            delete_if_unchanged(store, keys.run(job_id), lease_etag)
-            return Ending.ALREADY_DONE
+    existing = made.existing
+    if existing is not None and existing.metadata.get(META_OUTCOME) != OUTCOME_DEAD:
+        delete_if_unchanged(store, keys.run(job_id), lease_etag)
+        return Ending.ALREADY_DONE
     letter = DeadLetter(
         job_id=job_id,
         payload=record.payload,
@@ -142,14 +186,33 @@ def dead_letter(
         raw=raw,
         redriven=record.redriven,
     )
-    put_conditional(
-        store,
-        keys.dlq(job_id),
-        letter.encode(),
-        letter.write,
-        if_none_match=True,
-        stats=stats,
-        reason="dlq",
-    )
+    _write_letter(store, keys, letter, stats)
+    if redrive.later_life(store, keys, job_id, record.redriven):
+        # We were late (a stall, a resend): a redrive took this death back while
+        # we wrote it, so what we wrote is a piece of a past life. Clear it.
+        redrive.finish(store, keys, job_id, record.redriven + 1)
     delete_if_unchanged(store, keys.run(job_id), lease_etag)
     return Ending.DEAD_LETTERED
+
+
+def _write_letter(store: Store, keys: Keys, letter: DeadLetter, stats: WriteStats | None) -> None:
+    """Create the ``dlq/`` record; one of an earlier life already there (a late write) is replaced."""
+    key = keys.dlq(letter.job_id)
+    body = letter.encode()
+    written = put_conditional(
+        store, key, body, letter.write, if_none_match=True, stats=stats, reason="dlq"
+    )
+    if written is not None:
+        return
+    current = store.get(key)
+    if current is not None and _life_of_letter(current.body, letter.job_id) < letter.redriven:
+        put_conditional(
+            store, key, body, letter.write, if_match=current.etag, stats=stats, reason="dlq"
+        )
+
+
+def _life_of_letter(body: bytes, job_id: str) -> int:
+    try:
+        return DeadLetter.decode(body, job_id).redriven
+    except DecodeError:
+        return 1 << 30  # not ours to replace

@@ -53,7 +53,6 @@ class MemoryStore:
         self._ordered = ordered_listing
         self._objects: dict[str, _Entry] = {}
         self._lock = threading.Lock()
-        self._writes = 0
         self._random = random.Random(seed)
 
     @property
@@ -94,16 +93,21 @@ class MemoryStore:
                 raise ConditionFailedError(key, retried=False)
             if if_match is not None and (current is None or current.etag != if_match):
                 raise ConditionFailedError(key, missing=current is None, retried=False)
-            self._writes += 1
-            # The write counter makes the ETag unique per write, as S3's is
-            # per content: the protocol never writes the same bytes twice to
-            # a key, because every body carries a fresh write token.
-            digest = hashlib.md5(body + str(self._writes).encode(), usedforsecurity=False)
             now = self._now()
-            self._objects[key] = _Entry(
-                bytes(body), f'"{digest.hexdigest()}"', now, dict(metadata or {})
-            )
+            self._objects[key] = _Entry(bytes(body), self._etag(body), now, dict(metadata or {}))
             return WriteResult(self._objects[key].etag, now)
+
+    def _etag(self, body: bytes) -> str:
+        """S3's ETag: the MD5 of the body in a standard bucket, a random string in a directory bucket.
+
+        So, as on S3, two writes of the same bytes to a standard bucket have
+        the same ETag, and an ``If-Match`` cannot tell them apart (ABA): the
+        protocol never writes the same bytes twice to a key (every body
+        carries a fresh write token), and the simulation checks it.
+        """
+        if not self._ordered:
+            return f'"{self._random.getrandbits(128):032x}"'
+        return f'"{hashlib.md5(body, usedforsecurity=False).hexdigest()}"'
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         with self._lock:
