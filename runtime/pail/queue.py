@@ -495,9 +495,12 @@ class Pail:
 
     def stats(self) -> Stats:
         """Count the jobs in each state by listing every prefix of this queue."""
-        pending = self._list_ids(QUEUE)
-        running = self._list_ids(RUN)
         done = self._list_ids(DONE)
+        # An entry beside an outcome is a stalled worker's late write, not a
+        # pending job (the claim that meets it drops it): done/ wins, as in status.
+        ended = set(done)
+        pending = [job_id for job_id in self._list_ids(QUEUE) if job_id not in ended]
+        running = self._list_ids(RUN)
         failed = self._list_ids(DLQ)
         times = [t for t in (ulid_time(job_id) for job_id in pending) if t is not None]
         return Stats(

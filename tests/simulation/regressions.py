@@ -17,7 +17,7 @@ import pytest
 
 from pail import status
 from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
-from pail.errors import ConditionFailedError
+from pail.errors import ConditionFailedError, DecodeError
 from pail.features import cancel
 from pail.keys import Keys
 from pail.protocol import redrive, transitions
@@ -154,6 +154,48 @@ def _late_dead_letter_keeps_its_record(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(redrive, "later_life", lambda *args, **kwargs: False)
 
 
+def _reaper_compares_attempts_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reaper takes any entry with fewer attempts than its lease for the claim's own."""
+
+    def take(self: Reaper, record: LeaseRecord, pending: StoredObject) -> bool:
+        store: Store = self._store
+        try:
+            envelope = Envelope.decode(pending.body)
+        except DecodeError:
+            return False
+        if envelope.cancelled or envelope.attempts >= record.attempt:
+            return False
+        try:
+            store.delete(pending.key, if_match=pending.etag)
+        except ConditionFailedError:
+            return store.head(pending.key) is None
+        return True
+
+    monkeypatch.setattr(Reaper, "_take_claimed_entry", take)
+
+
+def _requeue_repeats_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A requeue that tries its PUT again sends the same body (and token) again."""
+
+    def ensure_pending(
+        store: Store, key: str, envelope: Envelope, stats: WriteStats | None
+    ) -> bool:
+        body = envelope.encode()
+        for _ in range(transitions.REQUEUE_TRIES):
+            if put_conditional(store, key, body, envelope.write, if_none_match=True) is not None:
+                return True
+            current = store.get(key)
+            if current is None:
+                continue
+            if Envelope.decode(current.body).attempts >= envelope.attempts:
+                return True
+            if put_conditional(store, key, body, envelope.write, if_match=current.etag):
+                return True
+        return False
+
+    monkeypatch.setattr(transitions, "_ensure_pending", ensure_pending)
+
+
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
@@ -236,5 +278,23 @@ REGRESSIONS = (
         "dead-letter, an operator redrives the job, and the late write re-creates the record "
         "of the death taken back: the job lives on with a dead-letter beside it.",
         _late_dead_letter_keeps_its_record,
+    ),
+    Regression(
+        "stale-lease-takes-a-redriven-entry",
+        0,
+        Kind.LOST,
+        "A claimer reads an entry, stalls, and writes its lease after the job died and was "
+        "redriven; it crashes. The reaper fences that stale lease and takes the redriven "
+        "entry (fewer attempts) for the one the stale claim read: it deletes the new life's "
+        "entry, and the job is lost or dies with the old life's record.",
+        _reaper_compares_attempts_only,
+    ),
+    Regression(
+        "requeue-repeats-its-bytes",
+        0,
+        Kind.SAME_BYTES,
+        "A requeue's create-only PUT lands, a claim takes the entry, and the requeue's next try "
+        "writes the same bytes again: a claimer holding the first entry's ETag would match it.",
+        _requeue_repeats_its_bytes,
     ),
 )
