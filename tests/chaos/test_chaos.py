@@ -2,8 +2,10 @@
 
 Four worker processes run ``Pail.work`` through a fault-injecting proxy
 (5% of requests dropped before or after reaching the server, answered 503
-SlowDown, or delayed), one of them is SIGKILLed every 0.5 s and restarted,
-and ``reap()`` runs every second. See ``runner.py`` for the audit.
+SlowDown, or delayed); after every 8 handler starts one of the workers that
+has started a job is SIGKILLed and restarted (kills follow progress, so the
+run proves the same on an idle and a loaded machine), and ``reap()`` runs
+every second. See ``runner.py`` for the audit.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from tests.chaos.runner import ChaosConfig, run_chaos
 
 @pytest.mark.s3
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 def test_given_sigkilled_workers_and_faulty_network_when_draining_then_nothing_lost_stuck_or_changed(
     s3_server: LocalS3, bucket: str, tmp_path: Path
 ) -> None:
@@ -30,7 +32,8 @@ def test_given_sigkilled_workers_and_faulty_network_when_draining_then_nothing_l
     print(f"\nchaos: {report.summary()}")
     assert not report.timed_out, report.summary()
     assert report.jobs == config.jobs
-    assert report.kills >= 10
+    # Kills follow progress (one per 8 starts, once a worker is eligible), whatever the speed.
+    assert report.kills >= config.jobs // (2 * config.kill_after_starts)
     assert all(report.faults[fault] > 0 for fault in ProxyFault), report.faults
     assert report.lost == []
     assert report.stuck == []
