@@ -224,8 +224,9 @@ def reaper(world: World, process: Process) -> None:
 def redriver(world: World, process: Process) -> None:
     """An operator who redrives dead letters while chaos lasts: ``Pail.redrive``.
 
-    Each dead job is redriven at most ``redrive_budget`` times, so runs end;
-    now and then a pass is ``redrive(all=True)``, which lists ``dlq/``.
+    Each dead job is redriven at most ``redrive_budget`` times (a redrive
+    that refused, the dead-letter still under way, does not count), so runs
+    end; now and then a pass is ``redrive(all=True)``, which lists ``dlq/``.
     """
     config = world.config
     pail = Pail(
@@ -242,14 +243,14 @@ def redriver(world: World, process: Process) -> None:
             continue
         everything = world.rng.random() < 0.2
         chosen = dead if everything else [world.rng.choice(dead)]
-        for job_id in chosen:
-            world.redrives_left[job_id] -= 1
         try:
             with world.phase("redrive"):
                 done = pail.redrive(all=True) if everything else pail.redrive(chosen[0])
         except PailError as exc:  # StorageError, or a job that moved on: an operator goes on
             world.ledger.note(f"redrive of {chosen} failed: {exc}")
             continue
+        for job_id in done:
+            world.redrives_left[job_id] = world.redrives_left.get(job_id, 1) - 1
         world.counts["redrive_calls"] += 1
         world.ledger.note(f"redrive returned {done}")
 

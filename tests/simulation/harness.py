@@ -126,6 +126,8 @@ class SimConfig:
     chaos_duration: float
     clock_skew: float
     aim: Aim | None = None
+    more_aims: tuple[Aim, ...] = ()
+    """Further aimed faults (a schedule's second pause); the sweep draws one aim per seed."""
     redrive_budget: int = 0
     cancel_share: float = 0.0
 
@@ -271,7 +273,7 @@ class World:
         self._numbers = count(1)
         self._outcomes: dict[tuple[str, int, int], tuple[float, bool]] = {}
         self._phases: dict[Actor, list[str | int]] = {}
-        self._aim_hits = 0
+        self._aim_hits = [0] * (1 + len(config.more_aims))
         self.on_aim: Callable[[World, Actor], None] | None = None
         """Called when the aimed fault strikes (a schedule starts its racing actor there)."""
         self.outcomes: Callable[[str, int, int], tuple[float, bool]] | None = None
@@ -301,21 +303,30 @@ class World:
             self._stall(process, long=self.rng.random() < 0.5)
 
     def before_request(self, actor: Actor, op: str, key: str) -> None:
-        """Count the request in its actor's phase; the aimed fault strikes here, before it is sent."""
+        """Count the request in its actor's phase; an aimed fault strikes here, before it is sent."""
         phase = self._phases.get(actor)
         if phase is None:
             return
         phase[1] = int(phase[1]) + 1
-        aim = self.config.aim
-        if aim is None or not self.chaos_on or actor.process.kind == "producer":
+        if not self.chaos_on or actor.process.kind == "producer":
             return
-        if aim.phase != phase[0] or self._aim_hits >= aim.hits:
-            return
+        aims = (self.config.aim, *self.config.more_aims)
+        for index, aim in enumerate(aims):
+            if aim is not None and self._aimed(aim, index, phase, op, key):
+                self._strike(aim, actor, op, key)
+                return
+
+    def _aimed(self, aim: Aim, index: int, phase: list[str | int], op: str, key: str) -> bool:
+        if aim.phase != phase[0] or self._aim_hits[index] >= aim.hits:
+            return False
         if aim.op is None and aim.request != phase[1]:
-            return
+            return False
         if aim.op is not None and not (op.startswith(aim.op) and key.startswith(aim.key)):
-            return
-        self._aim_hits += 1
+            return False
+        self._aim_hits[index] += 1
+        return True
+
+    def _strike(self, aim: Aim, actor: Actor, op: str, key: str) -> None:
         self.counts[f"aimed_{aim.action}"] += 1
         self.ledger.note(f"aimed fault: {aim.action} before {op} {key} ({aim})")
         if self.on_aim is not None:

@@ -31,7 +31,8 @@ from tests.simulation.invariants import Kind
 @dataclass(frozen=True, slots=True)
 class Regression:
     name: str
-    seed: int
+    seed: int | None
+    """The sweep's seed that reaches the bug; None if too rare there: ``schedules.py`` pins it."""
     breaks: Kind
     story: str
     restore_bug: Callable[[pytest.MonkeyPatch], None]

@@ -200,6 +200,28 @@ OWNER_COMPLETES_AFTER_CANCEL = Schedule(
 )
 
 
+# --- a dead-letter written late, between a redrive's two deletes -----------------------
+
+LATE_DEAD_LETTER = Schedule(
+    "dead-letter-written-late-into-a-redrive",
+    "The owner of a job with no retries left records its decision and writes the dead "
+    "marker, then stalls three leases before writing the record. The reaper fences its "
+    "lease and finishes the dead-letter; an operator redrives the job (pausing before its "
+    "last delete); the owner wakes after the redrive and writes its record. That record "
+    "belongs to a death the redrive took back: it must not outlive the run.",
+    replace(
+        CALM,
+        workers=1,
+        max_retries=0,
+        redrive_budget=1,
+        aim=Aim("settle", 0, AimAction.LONG_STALL, pause=3.0, op="PUT", key="dlq/"),
+        more_aims=(Aim("redrive", 0, AimAction.SHORT_STALL, pause=0.7, op="DELETE", key="done/"),),
+    ),
+    handler=_dies_then_succeeds,
+    expect=lambda world: [] if world.counts["aimed_short-stall"] else ["the redrive never paused"],
+)
+
+
 # --- scenarios 1 and 2: hostile objects before the good jobs (issue 12, defects 1, 2) ---
 
 HOSTILE_ENTRIES = {
@@ -256,6 +278,7 @@ ALL = (
     *STALLED_CLAIMER,
     *CANCEL_DURING_REDRIVE,
     OWNER_COMPLETES_AFTER_CANCEL,
+    LATE_DEAD_LETTER,
     *HOSTILE,
 )
 

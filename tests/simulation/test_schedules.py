@@ -72,6 +72,16 @@ def test_given_markers_with_the_same_bytes_when_cancel_races_redrive_then_the_jo
     }
 
 
+def test_given_dead_letter_written_after_a_redrive_then_its_record_does_not_outlive_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _assert_passes(schedules.LATE_DEAD_LETTER)
+
+    _regression("late-dead-letter-outlives-redrive").restore_bug(monkeypatch)
+    outcome, _ = schedules.LATE_DEAD_LETTER.run()
+    assert Kind.TERMINAL in outcome.kinds(), outcome.report()
+
+
 @NEEDS_H1
 @pytest.mark.parametrize("schedule", schedules.HOSTILE, ids=lambda s: s.name)
 def test_given_hostile_objects_before_the_good_jobs_then_workers_and_reaper_go_past_them(
