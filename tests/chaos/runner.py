@@ -60,7 +60,9 @@ class ChaosConfig:
     max_retries: int = 10
     reap_every: float = 1.0
     work_seconds: float = 0.2
-    deadline: float = 200.0
+    deadline: float = 600.0
+    """A hard bound on the drain; the run fails sooner if nothing progresses for ``stall_limit``."""
+    stall_limit: float = 60.0
     quiet_deadline: float = 20.0
     sample: int = 40
     seed: int = 0
@@ -108,7 +110,7 @@ class ChaosReport:
             f"({dict(self.duplicates)}), unexplained {len(self.unexplained)}\n"
             f"  lost {len(self.lost)}, stuck {len(self.stuck)}, results changed "
             f"{len(self.changed)} of {self.sampled} sampled"
-            + ("\n  TIMED OUT before every job was terminal" if self.timed_out else "")
+            + ("\n  STOPPED PROGRESSING before every job was terminal" if self.timed_out else "")
         )
 
 
@@ -245,13 +247,20 @@ def _drain(
     report: ChaosReport,
     rng: random.Random,
 ) -> bool:
-    """Kill, restart and reap until every enqueued job is terminal; False at the deadline."""
+    """Kill, restart and reap until every enqueued job is terminal; False if it stops progressing.
+
+    A loaded machine only makes the run slower: it fails when no job has
+    started or ended for ``stall_limit`` seconds (or at the hard ``deadline``).
+    """
     start = time.monotonic()
     next_kill = config.kill_after_starts
     next_reap = start + config.reap_every
     next_check = start
+    progress, progressed_at = (-1, -1), start
     while time.monotonic() - start < config.deadline:
         now = time.monotonic()
+        if now - progressed_at > config.stall_limit:
+            return False
         if fleet.progress() >= next_kill and fleet.kill_one(rng):
             report.kills += 1
             next_kill = fleet.starts + config.kill_after_starts
@@ -267,6 +276,8 @@ def _drain(
             _sample(direct, finished, samples, config.sample)
             if set(ids) <= finished:
                 return True
+            if (len(finished), fleet.starts) != progress:
+                progress, progressed_at = (len(finished), fleet.starts), now
             next_check = now + 0.5
         time.sleep(TICK)  # the loop's tick: a due kill or reap waits at most this long
     return False
