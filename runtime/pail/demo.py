@@ -305,21 +305,33 @@ class Demo:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while the demo runs, so its cleanup always happens."""
+def _interrupted_by_ctrl_c_and_sigterm() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` while the demo runs.
+
+    Python turns SIGINT into ``KeyboardInterrupt`` only "if the parent process
+    has not changed it": a demo started by a process that ignores SIGINT (a
+    non-interactive shell's background job, some CI runners) inherits the
+    ignore, so a Ctrl-C or ``kill -INT`` did nothing, the demo ran to its end
+    and exited 0 instead of 130. Both signals are installed here, explicitly,
+    so the demo always stops, cleans up and exits 130.
+    """
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {
+            signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt),
+        }
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_demo(options: DemoOptions, out: Output) -> DemoReport:
@@ -335,7 +347,7 @@ def _run(options: DemoOptions, out: Output) -> DemoReport:
     origin = time.monotonic()
     display_console = out.errors if out.json_mode else out.console
     with ExitStack() as stack:
-        stack.enter_context(_sigterm_as_interrupt())
+        stack.enter_context(_interrupted_by_ctrl_c_and_sigterm())
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pail-demo-")))
         out.note("starting the embedded S3 server ...")
         server = stack.enter_context(LocalS3(options.port))
