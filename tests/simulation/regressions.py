@@ -32,7 +32,7 @@ from tests.simulation.invariants import Kind
 class Regression:
     name: str
     seed: int | None
-    """The sweep's seed that reaches the bug; None if too rare there: ``schedules.py`` pins it."""
+    """The sweep's seed that reaches the bug; None if too rare there (a schedule pins it)."""
     breaks: Kind
     story: str
     restore_bug: Callable[[pytest.MonkeyPatch], None]
@@ -218,7 +218,7 @@ REGRESSIONS = (
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
-        116,
+        30,
         Kind.RESENT_ENQUEUE_RERUN,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
@@ -227,7 +227,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        7454,
+        1080,
         Kind.RETRY_POLICY,
         "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
         "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
@@ -247,7 +247,7 @@ REGRESSIONS = (
     ),
     Regression(
         "redrive-deletes-a-cancellation",
-        269,
+        1252,
         Kind.RESULT_CHANGED,
         "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
         "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
@@ -256,7 +256,7 @@ REGRESSIONS = (
     ),
     Regression(
         "half-done-redrive-dead-again",
-        181,
+        29,
         Kind.TERMINAL,
         "A redrive stops after writing the new entry (or after deleting the record); the claim "
         "of the redriven entry finds the old dead marker and takes it for the job's end: the job "
@@ -273,7 +273,7 @@ REGRESSIONS = (
     ),
     Regression(
         "late-dead-letter-outlives-redrive",
-        4480,
+        6416,
         Kind.TERMINAL,
         "A dead-letter writer stalls (or its dlq/ PUT is resent late); the reaper finishes the "
         "dead-letter, an operator redrives the job, and the late write re-creates the record "
@@ -282,7 +282,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-lease-takes-a-redriven-entry",
-        0,
+        9956,
         Kind.LOST,
         "A claimer reads an entry, stalls, and writes its lease after the job died and was "
         "redriven; it crashes. The reaper fences that stale lease and takes the redriven "
@@ -292,7 +292,7 @@ REGRESSIONS = (
     ),
     Regression(
         "requeue-repeats-its-bytes",
-        0,
+        7418,
         Kind.SAME_BYTES,
         "A requeue's create-only PUT lands, a claim takes the entry, and the requeue's next try "
         "writes the same bytes again: a claimer holding the first entry's ETag would match it.",
