@@ -39,11 +39,11 @@ OUTCOME_CANCELLED = "cancelled"
 # that pailq 0.1.1's result() (``json.loads``) reads it as "no result"; a
 # handler's None is stored as {} (as in 0.1.1), so null can only mean that.
 # After the null, the marker's write token is spelled in JSON's insignificant
-# whitespace (a space for a 0 bit, a tab for a 1), so that every marker's
-# bytes, and so its ETag (an MD5 of the bytes in a standard bucket), name one
-# write: a compare-and-swap on a marker can never match a later marker.
+# whitespace, two bits per byte, so that every marker's bytes, and so its
+# ETag (an MD5 of the bytes in a standard bucket), name one write: a
+# compare-and-swap on a marker can never match another marker.
 MARKER_VALUE = b"null"
-_WHITESPACE_BITS = b" \t"
+_WHITESPACE_DIGITS = b" \t\n\r"
 
 
 def life_of(metadata: Mapping[str, str]) -> int:
@@ -57,15 +57,15 @@ def life_of(metadata: Mapping[str, str]) -> int:
 
 
 def marker_body(token: str) -> bytes:
-    """The bytes of a dead or cancelled marker: JSON ``null``, unique per ``token``.
+    """The bytes of a dead or cancelled marker: JSON ``null``, unique per ``token`` (hex).
 
     >>> import json
     >>> body = marker_body("0f")
     >>> json.loads(body) is None, body != marker_body("f0"), len(body)
-    (True, True, 12)
+    (True, True, 8)
     """
-    bits = "".join(f"{int(digit, 16):04b}" for digit in token)
-    return MARKER_VALUE + bytes(_WHITESPACE_BITS[int(bit)] for bit in bits)
+    digits = [d for hex_digit in token for d in divmod(int(hex_digit, 16), 4)]
+    return MARKER_VALUE + bytes(_WHITESPACE_DIGITS[d] for d in digits)
 
 
 def marker_token(body: bytes) -> str | None:
@@ -75,12 +75,14 @@ def marker_token(body: bytes) -> str | None:
     ('c0ffee', None)
     """
     tail = body[len(MARKER_VALUE) :]
-    if not body.startswith(MARKER_VALUE) or not tail or len(tail) % 4:
+    if not body.startswith(MARKER_VALUE) or not tail or len(tail) % 2:
         return None
-    if any(byte not in _WHITESPACE_BITS for byte in tail):
+    if any(byte not in _WHITESPACE_DIGITS for byte in tail):
         return None
-    bits = "".join(str(_WHITESPACE_BITS.index(byte)) for byte in tail)
-    return "".join(f"{int(bits[i : i + 4], 2):x}" for i in range(0, len(bits), 4))
+    digits = [_WHITESPACE_DIGITS.index(byte) for byte in tail]
+    return "".join(
+        f"{high * 4 + low:x}" for high, low in zip(digits[::2], digits[1::2], strict=True)
+    )
 
 
 def dumps(value: Any) -> bytes:

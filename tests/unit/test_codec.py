@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -13,8 +14,11 @@ from pail.codec import (
     LeaseRecord,
     decode_result,
     encode_result,
+    marker_body,
+    marker_token,
 )
 from pail.errors import DecodeError, PayloadError
+from pail.ids import new_token
 
 
 def test_given_pailq_011_pending_body_when_decoded_then_payload_and_attempts_read() -> None:
@@ -74,3 +78,24 @@ def test_given_exception_when_recorded_then_type_message_and_truncated_traceback
     assert "ValueError" in info.traceback and len(info.traceback) <= 4100
     letter = DeadLetter("J", {"n": 1}, 4, info)
     assert DeadLetter.decode(letter.encode(), "J").error == info
+
+
+# --- markers: null to every JSON reader, one write each (issue 18, defect 0) ------------
+
+
+def test_given_two_markers_when_encoded_then_both_read_null_and_their_bytes_differ() -> None:
+    first, second = new_token(), new_token()
+
+    a, b = marker_body(first), marker_body(second)
+
+    assert json.loads(a) is None and json.loads(b) is None  # pailq 0.1.1's result(): no result
+    assert a != b
+    assert hashlib.md5(a).hexdigest() != hashlib.md5(b).hexdigest()  # S3's ETag: one write each
+    assert marker_token(a) == first and marker_token(b) == second
+
+
+def test_given_a_marker_then_the_operator_listing_does_not_take_it_for_a_result_by_size() -> None:
+    """``pail.operate`` calls anything larger than ``MARKER_MAX_BYTES`` a result, unread."""
+    from pail.operate.objects import MARKER_MAX_BYTES
+
+    assert len(marker_body(new_token())) <= MARKER_MAX_BYTES
