@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 
 from pail import JobState, Pail
+from pail.local import LocalS3
+from pail.queue import build_client
 from pail.store import S3Store
 from tests.integration.test_protocol import VT, Executions, hooked, reap_until, s3store
 from tests.support.hooked_store import HookedStore, SimulatedCrash
+from tests.support.refusing_proxy import DeleteMode, RefusingProxy
 
 __all__ = ["hooked", "s3store"]  # the fixtures, shared with test_protocol
 
@@ -197,3 +200,34 @@ def _fails(payload: Any) -> Any:
 
 def _crash() -> None:
     raise SimulatedCrash
+
+
+# --- a conditional DELETE applied, its response lost, its resend answered 409 ---------
+
+
+def test_given_delete_applied_then_resent_into_a_409_when_it_ends_404_then_it_counts_as_resent(
+    s3_server: LocalS3, bucket: str
+) -> None:
+    """The claim's step 3 reads a 404 as "not ours" only on a DELETE sent once.
+
+    ``S3Store`` retries a 409 itself: the 404 that follows is the answer to a
+    new call, sent once by botocore, but the request may have been applied by
+    an earlier round (its response lost). It must still say "resent".
+    """
+    with RefusingProxy(s3_server.endpoint_url, DeleteMode.LOSE_THEN_CONFLICT) as proxy:
+        kwargs = s3_server.connect_kwargs()
+        client = build_client(
+            endpoint_url=proxy.endpoint_url,
+            access_key_id=kwargs["access_key_id"],
+            secret_access_key=kwargs["secret_access_key"],
+            region=kwargs["region"],
+        )
+        pail = Pail(S3Store(client, bucket), visibility_timeout=30)
+        job_id = pail.enqueue({"n": 1})
+
+        message = pail.claim()  # its step 3 is that DELETE
+
+        assert proxy.conditional_deletes >= 3  # applied and lost, 409, then the 404
+        assert message is not None and message.id == job_id  # not dropped as "someone else's"
+        assert message.complete({"ok": True}) is True
+        assert pail.result(job_id) == {"ok": True}

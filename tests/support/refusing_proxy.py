@@ -7,7 +7,11 @@ carries ``If-Match``:
   implement the header may;
 * ``ignore`` strips the header and forwards an unconditional DELETE, as a
   server that silently ignores unknown conditions does (Cloudflare R2
-  documents no conditional DELETE).
+  documents no conditional DELETE);
+* ``lose-then-conflict`` forwards the first one but loses its response (the
+  connection closes: botocore resends), answers the resend 409
+  ConditionalRequestConflict, and forwards the rest: a DELETE that was
+  applied, then looked like it never was.
 
 One request per connection (``Connection: close``); it binds 127.0.0.1 only
 and forwards only to its one upstream.
@@ -37,6 +41,13 @@ _NOT_IMPLEMENTED = (
 class DeleteMode(StrEnum):
     REFUSE = "refuse"
     IGNORE = "ignore"
+    LOSE_THEN_CONFLICT = "lose-then-conflict"
+
+
+_CONFLICT = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ConditionalRequestConflict</Code>'
+    b"<Message>A conflicting conditional operation is in progress.</Message></Error>"
+)
 
 
 class RefusingProxy:
@@ -112,18 +123,28 @@ class RefusingProxy:
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        lose = False
         if request.command == "DELETE" and any(k.lower() == "if-match" for k in headers):
             with self._lock:
                 self.conditional_deletes += 1
+                seen = self.conditional_deletes
             if self.mode is DeleteMode.REFUSE:
                 self._answer(request, 501, {"Content-Type": "application/xml"}, _NOT_IMPLEMENTED)
                 return
-            headers = {k: v for k, v in headers.items() if k.lower() != "if-match"}
+            if self.mode is DeleteMode.LOSE_THEN_CONFLICT and seen == 2:
+                self._answer(request, 409, {"Content-Type": "application/xml"}, _CONFLICT)
+                return
+            lose = self.mode is DeleteMode.LOSE_THEN_CONFLICT and seen == 1
+            if self.mode is DeleteMode.IGNORE:
+                headers = {k: v for k, v in headers.items() if k.lower() != "if-match"}
         connection = http.client.HTTPConnection(*self.upstream, timeout=30)
         try:
             connection.request(request.command, request.path, body=body, headers=headers)
             response = connection.getresponse()
             data = response.read()
+            if lose:  # applied upstream; the client never hears of it
+                request.close_connection = True
+                return
             kept = {
                 k: v
                 for k, v in response.getheaders()

@@ -283,20 +283,27 @@ class S3Store:
         A 409 means S3 did not apply the write because another conditional
         write on the key was in flight, so retrying it is always safe.
         """
+        # A try of an earlier round may have been applied before its 409 (botocore
+        # resent it after a lost response): every later answer is then "retried".
+        resent = False
         for attempt in range(_CONFLICT_RETRIES):
             try:
                 response: Mapping[str, Any] = call()
+                if resent and _retry_attempts(response) == 0:
+                    metadata = {**response.get("ResponseMetadata", {}), "RetryAttempts": 1}
+                    response = {**response, "ResponseMetadata": metadata}
                 return response
             except ClientError as exc:
                 code, status = _code(exc), _status(exc)
                 if code == "ConditionalRequestConflict" or status == 409:
+                    resent = resent or _retry_attempts(exc.response) > 0
                     time.sleep(random.uniform(0, 0.05 * 2**attempt))
                     continue
                 if code == "NoSuchBucket":
                     raise  # a 404 too, but no failed condition: _translated names the bucket
                 # botocore retries lost responses and 5xx by itself; a failed
                 # condition on a retry may be against the first try's own write.
-                retried = _retry_attempts(exc.response) > 0
+                retried = resent or _retry_attempts(exc.response) > 0
                 if conditional and (code == "PreconditionFailed" or status == 412):
                     raise ConditionFailedError(key, retried=retried) from exc
                 if conditional and (code in _MISSING_KEY_CODES or status == 404):
