@@ -85,11 +85,14 @@ class CancelStoppedError(PailError):
 
 
 def _stop_cancels_after_commit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``Pail.cancel`` stops (as if its process died) once the entry is marked; claims do not."""
+    """``Pail.cancel`` stops (as if its process died) once the entry is marked; claims do not.
+
+    It stops in ``cancel_entry``, the steps after the commit point, which claims never call.
+    """
     real_finish = cancel.finish_pending
 
     def finish(*args: Any, **kwargs: Any) -> bool:
-        if sys._getframe(1).f_code is cancel.cancel.__code__:
+        if sys._getframe(1).f_code is cancel.cancel_entry.__code__:
             raise CancelStoppedError("stopped after marking the entry")
         return real_finish(*args, **kwargs)
 
