@@ -20,7 +20,7 @@ from pail.queue import build_client
 from pail.store import S3Store
 from tests.integration.test_protocol import VT, Executions, hooked, reap_until, s3store
 from tests.support.hooked_store import HookedStore, SimulatedCrash
-from tests.support.refusing_proxy import DeleteMode, RefusingProxy
+from tests.support.refusing_proxy import RefusingProxy
 
 __all__ = ["hooked", "s3store"]  # the fixtures, shared with test_protocol
 
@@ -214,7 +214,7 @@ def test_given_delete_applied_then_resent_into_a_409_when_it_ends_404_then_it_co
     new call, sent once by botocore, but the request may have been applied by
     an earlier round (its response lost). It must still say "resent".
     """
-    with RefusingProxy(s3_server.endpoint_url, DeleteMode.LOSE_THEN_CONFLICT) as proxy:
+    with RefusingProxy(s3_server.endpoint_url, None, lose_then_conflict=True) as proxy:
         kwargs = s3_server.connect_kwargs()
         client = build_client(
             endpoint_url=proxy.endpoint_url,

@@ -8,10 +8,10 @@ carries ``If-Match``:
 * ``ignore`` strips the header and forwards an unconditional DELETE, as a
   server that silently ignores unknown conditions does (Cloudflare R2
   documents no conditional DELETE);
-* ``lose-then-conflict`` forwards the first one but loses its response (the
-  connection closes: botocore resends), answers the resend 409
-  ConditionalRequestConflict, and forwards the rest: a DELETE that was
-  applied, then looked like it never was.
+* with no mode, it forwards them; ``lose_then_conflict`` then forwards the
+  first one but loses its response (the connection closes: botocore
+  resends), answers the resend 409 ConditionalRequestConflict, and forwards
+  the rest: a DELETE that was applied, then looked like it never was.
 
 One request per connection (``Connection: close``); it binds 127.0.0.1 only
 and forwards only to its one upstream.
@@ -41,7 +41,6 @@ _NOT_IMPLEMENTED = (
 class DeleteMode(StrEnum):
     REFUSE = "refuse"
     IGNORE = "ignore"
-    LOSE_THEN_CONFLICT = "lose-then-conflict"
 
 
 _CONFLICT = (
@@ -53,11 +52,18 @@ _CONFLICT = (
 class RefusingProxy:
     """``with RefusingProxy(upstream_url, mode) as proxy:`` then use ``proxy.endpoint_url``."""
 
-    def __init__(self, upstream_url: str, mode: DeleteMode = DeleteMode.REFUSE) -> None:
+    def __init__(
+        self,
+        upstream_url: str,
+        mode: DeleteMode | None = DeleteMode.REFUSE,
+        *,
+        lose_then_conflict: bool = False,
+    ) -> None:
         parts = urlsplit(upstream_url)
         assert parts.hostname == LOOPBACK and parts.port is not None
         self.upstream = (parts.hostname, parts.port)
         self.mode = mode
+        self.lose_then_conflict = lose_then_conflict
         self.conditional_deletes = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -131,10 +137,10 @@ class RefusingProxy:
             if self.mode is DeleteMode.REFUSE:
                 self._answer(request, 501, {"Content-Type": "application/xml"}, _NOT_IMPLEMENTED)
                 return
-            if self.mode is DeleteMode.LOSE_THEN_CONFLICT and seen == 2:
+            if self.lose_then_conflict and seen == 2:
                 self._answer(request, 409, {"Content-Type": "application/xml"}, _CONFLICT)
                 return
-            lose = self.mode is DeleteMode.LOSE_THEN_CONFLICT and seen == 1
+            lose = self.lose_then_conflict and seen == 1
             if self.mode is DeleteMode.IGNORE:
                 headers = {k: v for k, v in headers.items() if k.lower() != "if-match"}
         connection = http.client.HTTPConnection(*self.upstream, timeout=30)
