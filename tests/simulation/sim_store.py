@@ -134,6 +134,7 @@ class SimStore:
         self.injected: Counter[str] = Counter()
         self.requests = 0
         self._calls = 0
+        self._unsettled: dict[tuple[Actor | None, tuple[str, str, bytes]], int] = {}
         self.applying = 0
         """The number of the call whose try is being applied (tries of one call share it)."""
 
@@ -184,7 +185,9 @@ class SimStore:
 
         op = "PUT" + (" if-none-match" if if_none_match else "") + (" if-match" if if_match else "")
         conditional = if_none_match or if_match is not None
-        return self._call(op, key, apply, mutates=True, conditional=conditional)
+        return self._call(
+            op, key, apply, mutates=True, conditional=conditional, resend_of=(op, key, body)
+        )
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         op = "DELETE" + (" if-match" if if_match else "")
@@ -234,14 +237,40 @@ class SimStore:
         *,
         mutates: bool = False,
         conditional: bool = False,
+        resend_of: tuple[str, str, bytes] | None = None,
     ) -> T:
         actor = self._scheduler.current
         self._calls += 1
         call = self._calls
+        # The same request sent again by a caller that could not learn whether
+        # the last one landed (pail's enqueue does, as botocore would) is the
+        # same write: it keeps that call's number.
+        request = (actor, resend_of) if resend_of is not None else None
+        if request is not None and request in self._unsettled:
+            call = self._unsettled.pop(request)
         if actor is None:
             self.applying = call
             return self._apply(None, op, key, apply, mutates)
         self.requests += 1
+        try:
+            return self._tries(actor, op, key, apply, call, mutates, conditional)
+        except ConditionFailedError:
+            raise
+        except StorageError:
+            if request is not None:
+                self._unsettled[request] = call  # it may have landed: a resend is this write
+            raise
+
+    def _tries(
+        self,
+        actor: Actor,
+        op: str,
+        key: str,
+        apply: Callable[[], T],
+        call: int,
+        mutates: bool,
+        conditional: bool,
+    ) -> T:
         tries = max(1, self.faults.attempts)
         for attempt in range(1, tries + 1):
             self._observer.before_request(actor, op, key)
