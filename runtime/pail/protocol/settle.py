@@ -118,12 +118,19 @@ def fail(
     ending = transitions.requeue(
         store, keys, record, etag, attempts=attempt, error=error, stats=stats
     )
+    return _requeued(lease, ending)
+
+
+def _requeued(lease: Lease, ending: transitions.Ending) -> transitions.Ending:
+    """``ending``, or ``LeaseLostError`` if the lease was taken over while the job was requeued.
+
+    We stalled after deciding: the reaper fenced the lease and finished the
+    retry itself. Our entry may land late, beside a job that moved on; the
+    claim that meets it drops it, and status reads done/ first.
+    """
     if ending is transitions.Ending.LEASE_LOST:
-        # We stalled after deciding: the reaper fenced the lease and finished the
-        # retry itself. Our entry may land late, beside a job that moved on; the
-        # claim that meets it drops it, and status reads done/ first.
         lease.mark_lost()
-        raise LeaseLostError(f"job {lease.job_id}: the lease was taken over while failing")
+        raise LeaseLostError(f"job {lease.job_id}: the lease was taken over while it was requeued")
     return ending
 
 
@@ -150,7 +157,7 @@ def release(
     if not started:
         lease.renew(state=RETRYING, uncounted=True)
         record = lease.record
-        return transitions.requeue(
+        ending = transitions.requeue(
             store,
             keys,
             record,
@@ -159,15 +166,17 @@ def release(
             error=record.error,
             stats=stats,
         )
+        return _requeued(lease, ending)
     error = ErrorInfo(reason.type, reason.message, reason.traceback, attempt)
     dying = policy.exhausted(attempt)
     lease.renew(state=DYING if dying else RETRYING, error=error)
     record, etag = lease.record, lease.etag
     if dying:
         return transitions.dead_letter(store, keys, record, etag, error=error, stats=stats)
-    return transitions.requeue(
+    ending = transitions.requeue(
         store, keys, record, etag, attempts=attempt, error=error, stats=stats
     )
+    return _requeued(lease, ending)
 
 
 def settle_quietly(action: str, job_id: str, exc: LeaseLostError) -> None:
