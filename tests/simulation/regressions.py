@@ -218,7 +218,7 @@ REGRESSIONS = (
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
-        30,
+        3,
         Kind.RESENT_ENQUEUE_RERUN,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
@@ -236,7 +236,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stalled-claimer-runs-in-parallel",
-        3,
+        2,
         Kind.PARALLEL,
         "A claimer stalls after its lease write (or after deleting the entry) past the lease; "
         "the reaper fences the lease and requeues the job; another worker claims and runs it. "
@@ -247,7 +247,7 @@ REGRESSIONS = (
     ),
     Regression(
         "redrive-deletes-a-cancellation",
-        1252,
+        152,
         Kind.RESULT_CHANGED,
         "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
         "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
@@ -282,7 +282,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-lease-takes-a-redriven-entry",
-        9956,
+        2521,
         Kind.LOST,
         "A claimer reads an entry, stalls, and writes its lease after the job died and was "
         "redriven; it crashes. The reaper fences that stale lease and takes the redriven "
@@ -292,7 +292,7 @@ REGRESSIONS = (
     ),
     Regression(
         "requeue-repeats-its-bytes",
-        7418,
+        4756,
         Kind.SAME_BYTES,
         "A requeue's create-only PUT lands, a claim takes the entry, and the requeue's next try "
         "writes the same bytes again: a claimer holding the first entry's ETag would match it.",

@@ -85,8 +85,11 @@ def test_given_the_old_claim_step_three_when_simulated_then_a_parallel_execution
 
     found = [s for s in range(KNOWN_BAD_SEED_BUDGET) if Kind.PARALLEL in run_seed(s).kinds()]
 
-    print(f"\nold claim step 3: parallel execution in {len(found)}/{KNOWN_BAD_SEED_BUDGET} seeds")
     assert found, f"no parallel execution in {KNOWN_BAD_SEED_BUDGET} seeds"
+    print(
+        f"\nold claim step 3: parallel execution in {len(found)}/{KNOWN_BAD_SEED_BUDGET} seeds, "
+        f"first {found[0]}"
+    )
     detail = next(v.detail for v in run_seed(found[0]).violations if v.kind is Kind.PARALLEL)
     assert "started" in detail  # caught at the handler's start, not as a statistic
 
