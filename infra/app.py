@@ -5,7 +5,8 @@ It deploys what the README describes:
 * ``Jobs``: a ``PailQueue`` (bucket, reaper, alarms) worked by a Lambda
   function running ``examples/handlers/report.py``;
 * ``Exports``: a second queue in the same bucket, under the ``exports``
-  namespace, worked by one-shot Fargate tasks built from ``infra/Dockerfile``.
+  namespace, worked by one-shot Fargate tasks whose image ``worker_image``
+  builds from the same handler folder.
 
 cdk-nag's AWS Solutions checks run on every synth; a finding that is not
 acknowledged (next to its resource, with a reason) fails the synth.
@@ -29,29 +30,15 @@ os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from aws_cdk import App, Stack, Validations
-from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_lambda as lambda_
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from pail_cdk import PailFargateWorker, PailQueue, PailWorkerFunction
+from pail_cdk import PailFargateWorker, PailQueue, PailWorkerFunction, worker_image
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDLERS = ROOT / "examples" / "handlers"
 STACK_NAME = "PailExample"
-
-# The worker image's build context is the repository root; only what the
-# Dockerfile copies is staged into the cloud assembly.
-IMAGE_CONTEXT_EXCLUDES = [
-    "*",
-    "!pyproject.toml",
-    "!README.md",
-    "!runtime",
-    "!examples/handlers",
-    "!infra/Dockerfile",
-    "**/__pycache__",
-    "**/*.egg-info",
-]
 
 
 def cdk_json_context(root: Path = ROOT) -> dict[str, Any]:
@@ -81,9 +68,7 @@ class PailExampleStack(Stack):
             "ExportTask",
             queue=self.exports,
             handler="report:run",
-            image=ecs.ContainerImage.from_asset(
-                str(ROOT), file="infra/Dockerfile", exclude=IMAGE_CONTEXT_EXCLUDES
-            ),
+            image=worker_image(HANDLERS),
         )
 
 

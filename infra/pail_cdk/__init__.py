@@ -2,11 +2,23 @@
 
 * ``PailQueue``: the secure bucket, the reaper on a schedule, alarms, ``grant_*``.
 * ``PailWorkerFunction``: the worker Lambda around a user's handler.
-* ``PailFargateWorker``: workers as Fargate tasks (one-shot or a service).
+* ``PailFargateWorker``: workers as Fargate tasks (one-shot or a service), with
+  ``worker_image`` to build their image from the user's own folder.
 
-Names (key prefixes, environment variables, metrics) come from the runtime
-package ``pail``, so the infrastructure and the code it runs cannot disagree.
+Install it with ``pip install "pailq[cdk]"``. Names (key prefixes, environment
+variables, metrics) come from the runtime package ``pail``, so the
+infrastructure and the code it runs cannot disagree. The Lambda layer is built
+from the installed pail (``pail_cdk.bundling``), never from a source tree.
 """
+
+try:
+    import aws_cdk as _aws_cdk  # noqa: F401
+    import constructs as _constructs  # noqa: F401
+    import packaging as _packaging  # noqa: F401
+except ImportError as _missing:  # pragma: no cover - exercised in a venv without the extra
+    raise ImportError(
+        f"pail_cdk needs the cdk extra ({_missing.name} is missing): pip install 'pailq[cdk]'"
+    ) from _missing
 
 from pail_cdk.alarms import QueueAlarms
 from pail_cdk.bundling import (
@@ -15,13 +27,17 @@ from pail_cdk.bundling import (
     public_powertools_layer,
     runtime_layer,
 )
+from pail_cdk.errors import LayerBuildError, PailCdkError
 from pail_cdk.fargate_worker import FargateWorkerMode, PailFargateWorker
+from pail_cdk.image import worker_image
 from pail_cdk.queue import PailQueue
 from pail_cdk.worker_function import PailWorkerFunction
 
 __all__ = [
     "FargateWorkerMode",
+    "LayerBuildError",
     "LocalPipBundling",
+    "PailCdkError",
     "PailFargateWorker",
     "PailQueue",
     "PailWorkerFunction",
@@ -29,4 +45,5 @@ __all__ = [
     "RuntimeBundle",
     "public_powertools_layer",
     "runtime_layer",
+    "worker_image",
 ]

@@ -11,7 +11,8 @@ Two modes:
 
 The image must have the ``pail`` console script on its ``PATH`` and the
 handler's module importable; its own entry point, if any, must run the command
-it is given. ``infra/Dockerfile`` builds such an image from this repository.
+it is given. ``pail_cdk.worker_image(directory)`` builds such an image from a
+folder of the user's repository (``pail_cdk/worker.Dockerfile`` is its recipe).
 
 Without a ``cluster``, one is created in a new VPC with public subnets only
 and no NAT gateway (a NAT gateway costs more per month than most queues'
@@ -92,7 +93,7 @@ class PailFargateWorker(Construct):
 
         PailFargateWorker(
             self, "Exports", queue=queue, handler="report:run",
-            image=ecs.ContainerImage.from_asset(".", file="infra/Dockerfile"),
+            image=worker_image("handlers"),
         )
 
     Attributes: ``cluster``, ``task_definition``, ``container``, ``log_group``,

@@ -39,7 +39,7 @@ from pail.worker import HandlerTimeoutError
 if TYPE_CHECKING:
     from pail.aws.lambda_worker import lambda_worker as lambda_worker
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "AccessDeniedError",
