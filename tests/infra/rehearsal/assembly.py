@@ -93,7 +93,8 @@ class CloudAssembly:
         manifest = json.loads((self.outdir / f"{self.stack}.assets.json").read_text())
         for asset_hash, entry in manifest["files"].items():
             if key in {f"{asset_hash}.zip", asset_hash} or any(
-                destination.get("objectKey") == key for destination in entry["destinations"].values()
+                destination.get("objectKey") == key
+                for destination in entry["destinations"].values()
             ):
                 return self.outdir / entry["source"]["path"]
         raise KeyError(f"no asset for S3 key {key}")
@@ -120,9 +121,12 @@ class CloudAssembly:
                 memory=int(props.get("MemorySize", 128)),
                 role=props["Role"]["Fn::GetAtt"][0],
                 environment={
-                    k: str(resolve(v)) for k, v in props.get("Environment", {}).get("Variables", {}).items()
+                    k: str(resolve(v))
+                    for k, v in props.get("Environment", {}).get("Variables", {}).items()
                 },
-                code=code["ZipFile"] if "ZipFile" in code else self._asset(str(resolve(code["S3Key"]))),
+                code=code["ZipFile"]
+                if "ZipFile" in code
+                else self._asset(str(resolve(code["S3Key"]))),
                 layers=tuple(layers),
             )
         return found

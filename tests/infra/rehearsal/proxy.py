@@ -73,7 +73,9 @@ def _bucket_arn(bucket: str) -> str:
     return f"arn:{PARTITION}:s3:::{bucket}"
 
 
-def s3_checks(method: str, path: str, query: Mapping[str, list[str]], headers: Any, body: bytes) -> list[_Check]:
+def s3_checks(
+    method: str, path: str, query: Mapping[str, list[str]], headers: Any, body: bytes
+) -> list[_Check]:
     """The IAM checks S3 makes for one request (path-style addressing)."""
     bucket, _, key = unquote(path).lstrip("/").partition("/")
     if not bucket:
@@ -99,7 +101,9 @@ def s3_checks(method: str, path: str, query: Mapping[str, list[str]], headers: A
         checks = [_Check("s3:PutObject", arn, {})]
         source = headers.get("x-amz-copy-source")
         if source:
-            checks.append(_Check("s3:GetObject", f"arn:{PARTITION}:s3:::{unquote(source).lstrip('/')}", {}))
+            checks.append(
+                _Check("s3:GetObject", f"arn:{PARTITION}:s3:::{unquote(source).lstrip('/')}", {})
+            )
         return checks
     if method == "DELETE":
         checks = [_Check("s3:DeleteObject", arn, {})]
@@ -164,7 +168,7 @@ class AwsProxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
@@ -217,21 +221,32 @@ class AwsProxy:
                     self._reply(403, b"service not modelled", "text/plain")
                     return
                 checks = s3_checks(self.command, split.path, query, self.headers, body)
-                allowed = [policy is not None and policy.allows(c.action, c.resource, c.context) for c in checks]
+                allowed = [
+                    policy is not None and policy.allows(c.action, c.resource, c.context)
+                    for c in checks
+                ]
                 if not all(allowed):
                     for check, ok in zip(checks, allowed, strict=True):
                         proxy.record(Request(role, "s3", check.action, check.resource, ok, 403))
                     self._s3_denied(checks[allowed.index(False)])
                     return
                 status, headers, payload = self._forward(body)
-                if status == 404 and self.command in {"GET", "HEAD"} and checks[0].action == "s3:GetObject":
+                if (
+                    status == 404
+                    and self.command in {"GET", "HEAD"}
+                    and checks[0].action == "s3:GetObject"
+                ):
                     # S3 hides whether a key exists from whoever may not list it.
                     bucket_arn, _, key = checks[0].resource.partition("/")
                     listing = _Check("s3:ListBucket", bucket_arn, {"s3:prefix": key})
                     assert policy is not None
                     if not policy.allows(listing.action, listing.resource, listing.context):
-                        proxy.record(Request(role, "s3", checks[0].action, checks[0].resource, True, 403))
-                        proxy.record(Request(role, "s3", listing.action, checks[0].resource, False, 403))
+                        proxy.record(
+                            Request(role, "s3", checks[0].action, checks[0].resource, True, 403)
+                        )
+                        proxy.record(
+                            Request(role, "s3", listing.action, checks[0].resource, False, 403)
+                        )
                         self._s3_denied(listing)
                         return
                 for check in checks:
@@ -247,10 +262,17 @@ class AwsProxy:
                 name = unquote(match.group(1)).rsplit(":function:", 1)[-1].split(":")[0]
                 arn = f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}"
                 ok = policy is not None and policy.allows("lambda:InvokeFunction", arn)
-                proxy.record(Request(role, "lambda", "lambda:InvokeFunction", arn, ok, 202 if ok else 403))
+                proxy.record(
+                    Request(role, "lambda", "lambda:InvokeFunction", arn, ok, 202 if ok else 403)
+                )
                 if not ok:
                     message = json.dumps({"Message": f"{role} is not authorized to invoke {arn}"})
-                    self._reply(403, message.encode(), "application/json", {"x-amzn-ErrorType": "AccessDeniedException"})
+                    self._reply(
+                        403,
+                        message.encode(),
+                        "application/json",
+                        {"x-amzn-ErrorType": "AccessDeniedException"},
+                    )
                     return
                 kind = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
                 if proxy.on_invoke is not None:
@@ -259,14 +281,20 @@ class AwsProxy:
 
             def _forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
                 backend = proxy._backend
-                connection = http.client.HTTPConnection(backend.hostname or "127.0.0.1", backend.port, timeout=30)
+                connection = http.client.HTTPConnection(
+                    backend.hostname or "127.0.0.1", backend.port, timeout=30
+                )
                 try:
-                    headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+                    headers = {
+                        k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP
+                    }
                     headers["Content-Length"] = str(len(body))
                     connection.request(self.command, self.path, body=body, headers=headers)
                     response = connection.getresponse()
                     payload = response.read()
-                    kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP]
+                    kept = [
+                        (k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP
+                    ]
                     if self.command == "HEAD":
                         length = response.getheader("Content-Length", "0")
                         kept.append(("Content-Length", length))
@@ -282,7 +310,13 @@ class AwsProxy:
                 ).encode()
                 self._reply(403, b"" if self.command == "HEAD" else xml, "application/xml")
 
-            def _reply(self, status: int, payload: bytes, content_type: str, extra: Mapping[str, str] | None = None) -> None:
+            def _reply(
+                self,
+                status: int,
+                payload: bytes,
+                content_type: str,
+                extra: Mapping[str, str] | None = None,
+            ) -> None:
                 headers = [("Content-Type", content_type), *(extra or {}).items()]
                 if self.command != "HEAD":
                     headers.append(("Content-Length", str(len(payload))))

@@ -92,7 +92,7 @@ class RuntimeApi:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
@@ -111,7 +111,9 @@ class RuntimeApi:
                 self.send_header("Lambda-Runtime-Aws-Request-Id", invocation.request_id)
                 self.send_header("Lambda-Runtime-Deadline-Ms", str(invocation.deadline_ms))
                 self.send_header("Lambda-Runtime-Invoked-Function-Arn", api.function_arn)
-                self.send_header("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0")
+                self.send_header(
+                    "Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0"
+                )
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -122,7 +124,9 @@ class RuntimeApi:
                 if parts == ["init", "error"]:
                     data = json.loads(body or b"{}")
                     api.init_error = InitError(
-                        self.headers.get("Lambda-Runtime-Function-Error-Type", data.get("errorType", "")),
+                        self.headers.get(
+                            "Lambda-Runtime-Function-Error-Type", data.get("errorType", "")
+                        ),
                         str(data.get("errorMessage", "")),
                     )
                     api.failed.set()
@@ -178,7 +182,12 @@ class FunctionInstance:
         self.api = RuntimeApi(arn, timeout)
         self.log = log
         self._command = [str(runtime_python), "-m", "awslambdaric", handler]
-        path = [str(task_root), str(opt / "python" / "lib" / f"python{python_version}" / "site-packages"), str(opt / "python"), str(runtime_dir)]
+        path = [
+            str(task_root),
+            str(opt / "python" / "lib" / f"python{python_version}" / "site-packages"),
+            str(opt / "python"),
+            str(runtime_dir),
+        ]
         self._env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "en_US.UTF-8",
@@ -243,7 +252,9 @@ class FunctionInstance:
                     f"{self.name} exited ({self._process.returncode}) before answering\n{self.output()[-3000:]}"
                 )
             if time.monotonic() > deadline:
-                raise FunctionFailedError(f"{self.name} did not answer within {timeout} s\n{self.output()[-3000:]}")
+                raise FunctionFailedError(
+                    f"{self.name} did not answer within {timeout} s\n{self.output()[-3000:]}"
+                )
         return invocation
 
     def invoke(self, event: Any, timeout: float = 120.0) -> Any:

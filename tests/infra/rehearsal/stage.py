@@ -89,7 +89,9 @@ class Stage:
     def deployed(self, spec: FunctionSpec) -> tuple[Path, Path]:
         """``(task root, opt)`` of ``spec``, zipped and unzipped once and then reused."""
         if spec.logical_id not in self._deployed:
-            self._deployed[spec.logical_id] = deploy(spec, self.workdir / "functions" / spec.logical_id)
+            self._deployed[spec.logical_id] = deploy(
+                spec, self.workdir / "functions" / spec.logical_id
+            )
         return self._deployed[spec.logical_id]
 
     def copy_deployed(self, spec: FunctionSpec) -> tuple[Path, Path]:

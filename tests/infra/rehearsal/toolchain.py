@@ -105,7 +105,10 @@ def clean_env(path: list[Path]) -> dict[str, str]:
 def shims(folder: Path, python: str = sys.executable) -> Path:
     """``python``, ``pip`` and ``cdk`` commands: this interpreter and the pinned CDK CLI."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, command in (("python", f'exec "{python}" "$@"'), ("pip", f'exec "{python}" -m pip "$@"')):
+    for name, command in (
+        ("python", f'exec "{python}" "$@"'),
+        ("pip", f'exec "{python}" -m pip "$@"'),
+    ):
         (folder / name).write_text(f"#!/bin/sh\n{command}\n")
         (folder / name).chmod(0o755)
     return folder

@@ -1,0 +1,447 @@
+"""The deploy rehearsal: a user's app, from the wheel to its functions running under awslambdaric.
+
+See ``tests/infra/rehearsal``. The stage (wheel, fresh venv with ``[cdk]``,
+the app of ``docs/deploy.md`` synthesised by the CDK CLI in a temporary
+folder, a bare Python 3.12 with awslambdaric) is built once per session; each
+test then runs functions from the cloud assembly against the local S3 server,
+through the proxy that enforces each role's policy from the template.
+
+The last tests break one thing each (the handler string, an IAM action, a
+dependency in the layer) and show that the rehearsal catches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import boto3
+import pytest
+
+from pail import Pail
+from pail.keys import RUN
+from pail.local import LocalS3
+from pail.status import JobState
+
+from .rehearsal import toolchain
+from .rehearsal.assembly import FunctionSpec
+from .rehearsal.proxy import AwsProxy, Request
+from .rehearsal.runtime_api import FunctionFailedError
+from .rehearsal.stage import REAPER_HANDLER, WORKER_HANDLER, NoLambdaPythonError, Stage, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.s3, pytest.mark.synth]
+
+ROOT = toolchain.ROOT
+SCHEDULE = {
+    "version": "0",
+    "id": "rehearsal-schedule",
+    "source": "aws.events",
+    "account": "123456789012",
+    "region": "us-east-1",
+    "detail-type": "Scheduled Event",
+    "resources": [],
+    "detail": {},
+}
+# The reaper scenario's only departures from the template: an abandoned lease
+# expires after 2 s (not 30), and the self-heal acts on a job waiting 1 s (not 60).
+REAPER_OVERRIDES = {"PAIL_VISIBILITY_TIMEOUT": "2", "PAIL_SELF_HEAL_AFTER_SECONDS": "1"}
+
+
+def object_created(bucket: str, key: str) -> dict[str, Any]:
+    """An S3 Object Created event as EventBridge delivers it."""
+    return {
+        "version": "0",
+        "id": "rehearsal-event",
+        "detail-type": "Object Created",
+        "source": "aws.s3",
+        "account": "123456789012",
+        "time": "2025-01-01T00:00:00Z",
+        "region": "us-east-1",
+        "resources": [f"arn:aws:s3:::{bucket}"],
+        "detail": {
+            "version": "0",
+            "bucket": {"name": bucket},
+            "object": {"key": key, "size": 64, "etag": "0", "sequencer": "0"},
+            "request-id": "0",
+            "requester": "123456789012",
+            "reason": "PutObject",
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory, s3_server: LocalS3) -> Stage:
+    bucket = f"reports-{os.getpid()}"
+    try:
+        built = Stage.build(tmp_path_factory.mktemp("rehearsal"), bucket=bucket)
+    except NoLambdaPythonError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+    kwargs = s3_server.connect_kwargs()
+    boto3.client(
+        "s3",
+        endpoint_url=kwargs["endpoint_url"],
+        aws_access_key_id=kwargs["access_key_id"],
+        aws_secret_access_key=kwargs["secret_access_key"],
+        region_name=kwargs["region"],
+    ).create_bucket(Bucket=bucket)
+    built.write_report("build_seconds", built.timings)
+    return built
+
+
+@pytest.fixture(scope="module")
+def usage() -> Iterator[list[Request]]:
+    """Every request the passing scenarios made, for the least-privilege report."""
+    records: list[Request] = []
+    yield records
+
+
+@pytest.fixture
+def proxy(stage: Stage, s3_server: LocalS3) -> Iterator[AwsProxy]:
+    with AwsProxy(s3_server.endpoint_url, stage.policies()) as running:
+        yield running
+
+
+def queue_of(stage: Stage, s3_server: LocalS3, namespace: str = "", **options: Any) -> Pail:
+    return Pail.connect(stage.bucket, queue=namespace, **s3_server.connect_kwargs(), **options)
+
+
+# --- the app, as the user synthesised it ---------------------------------------------
+
+
+def test_given_the_wheel_when_the_user_app_synthesises_then_only_the_installed_pail_is_used(
+    stage: Stage,
+) -> None:
+    assert not stage.app.folder.is_relative_to(ROOT)
+    probe = subprocess.run(
+        [
+            str(stage.app.python),
+            "-c",
+            "import json, sys, pail, pail_cdk; print(json.dumps([pail.__file__, pail_cdk.__file__, sys.path]))",
+        ],
+        cwd=stage.app.folder,
+        env=toolchain.clean_env([stage.app.venv / "bin"]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pail_file, cdk_file, path = json.loads(probe.stdout.splitlines()[-1])
+    assert Path(pail_file).is_relative_to(stage.app.venv)
+    assert Path(cdk_file).is_relative_to(stage.app.venv)
+    assert not [entry for entry in path if entry and Path(entry).is_relative_to(ROOT)]
+
+    kinds = Counter(r["Type"] for r in stage.assembly.template["Resources"].values())
+    assert kinds["AWS::S3::Bucket"] == 1
+    assert kinds["AWS::Lambda::Function"] == 3  # the worker and the two queues' reapers
+    assert kinds["AWS::ECS::TaskDefinition"] == 1
+
+
+def test_given_the_synthesised_layer_then_it_holds_the_wheel_s_pail_with_bytecode_and_no_cli(
+    stage: Stage,
+) -> None:
+    import importlib.metadata
+    import zipfile
+
+    (layer,) = set(stage.assembly.function(WORKER_HANDLER).layers)
+    site = layer / "python"
+    (dist,) = [
+        d
+        for d in importlib.metadata.distributions(path=[str(site)])
+        if d.metadata["Name"] == "pailq"
+    ]
+    with zipfile.ZipFile(stage.wheel) as wheel:
+        (metadata,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+        wheel_metadata = wheel.read(metadata).decode()
+        wheel_files = {n for n in wheel.namelist() if n.startswith("pail/")}
+    assert dist.read_text("METADATA") == wheel_metadata
+    layer_files = {str(PurePosixPath(p.relative_to(site))) for p in (site / "pail").rglob("*.py")}
+    assert layer_files and layer_files <= wheel_files
+    assert {f for f in wheel_files - layer_files if f.endswith(".py")} >= {"pail/cli/__init__.py"}
+    for absent in ("click", "rich", "pygments", "moto", "pail/cli"):
+        assert not (site / absent).exists(), absent
+    assert (site / "pail" / "__pycache__" / "queue.cpython-312.pyc").is_file()
+    assert (site / "boto3" / "__pycache__" / "__init__.cpython-312.pyc").is_file()
+
+
+# --- the functions, run from the cloud assembly --------------------------------------
+
+
+def test_given_pending_jobs_when_the_worker_gets_an_object_created_event_then_it_drains_them(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy, usage: list[Request]
+) -> None:
+    pail = queue_of(stage, s3_server)
+    reports = [pail.enqueue({"report_id": f"r{n}", "rows": [1] * n}) for n in range(5)]
+    poison = pail.enqueue({"report_id": "broken", "poison": True})
+    spec = stage.assembly.function(WORKER_HANDLER)
+
+    with stage.running(spec, proxy) as worker:
+        summary = worker.invoke(object_created(stage.bucket, pail.keys.queue(reports[0])))
+        first = worker.api.by_id[next(iter(worker.api.by_id))]
+        cold = {"init": worker.init_seconds, "first_invocation": first.duration}
+
+    assert proxy.denied() == []
+    assert summary["trigger"] == "eventbridge-s3"
+    assert summary["stop_reason"] == "empty"
+    assert summary["succeeded"] == 5 and summary["dead_lettered"] == 1
+    assert [pail.result(job) for job in reports] == [
+        {"report_id": f"r{n}", "rows": n} for n in range(5)
+    ]
+    status = pail.status(poison)
+    assert status is not None and status.state is JobState.FAILED
+    assert status.error is not None and "cannot be built" in status.error.message
+    usage.extend(proxy.snapshot())
+    stage.write_report("worker_cold_start_seconds", cold)
+
+
+def _crash_after_claim(s3_server: LocalS3, bucket: str) -> str:
+    """A worker process that claims one job and is SIGKILLed holding its lease; the job's id."""
+    code = (
+        "import os, signal, sys; from pail import Pail; "
+        f"m = Pail.connect({bucket!r}, **{s3_server.connect_kwargs()!r}).claim(); "
+        "print(m.id, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    return done.stdout.strip()
+
+
+def test_given_an_abandoned_lease_when_the_reaper_runs_on_schedule_then_it_reaps_and_self_heals(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy, usage: list[Request]
+) -> None:
+    pail = queue_of(stage, s3_server)
+    abandoned_id = pail.enqueue({"report_id": "abandoned", "rows": [1, 2]})
+    assert _crash_after_claim(s3_server, stage.bucket) == abandoned_id
+    waiting_id = pail.enqueue({"report_id": "waiting", "rows": [1]})
+
+    def lease_expired() -> bool:
+        page = pail.store.list(pail.keys.prefix(RUN), max_keys=10)
+        return all(
+            (page.server_time - item.last_modified).total_seconds() > 3.5 for item in page.items
+        )
+
+    wait_for(lease_expired, timeout=20, what="the abandoned lease to expire on the server's clock")
+    worker_spec = stage.assembly.function(WORKER_HANDLER)
+    reaper_spec = _reaper_of(stage, queue="")
+    healed = []
+
+    with stage.running(worker_spec, proxy) as worker:
+
+        def on_invoke(name: str, body: bytes, kind: str) -> None:
+            assert name == worker_spec.name and kind == "Event"
+            healed.append(worker.submit(json.loads(body)))
+
+        proxy.on_invoke = on_invoke
+        with stage.running(reaper_spec, proxy, environment=REAPER_OVERRIDES) as reaper:
+            summary = reaper.invoke(SCHEDULE)
+            cold = {
+                "init": reaper.init_seconds,
+                "first_invocation": next(iter(reaper.api.by_id.values())).duration,
+            }
+        assert len(healed) == 1, summary
+        drained = worker.wait(healed[0]).result
+
+    assert proxy.denied() == []
+    assert summary["reap"]["expired"] == 1 and summary["reap"]["requeued"] == 1
+    assert summary["self_heal"]["invoked"] is True
+    assert summary["self_heal"]["function"] == worker_spec.name
+    assert drained["trigger"] == "self-heal" and drained["succeeded"] == 2
+    abandoned = pail.status(abandoned_id)
+    assert abandoned is not None and abandoned.state is JobState.DONE and abandoned.attempts == 2
+    assert pail.result(waiting_id) == {"report_id": "waiting", "rows": 1}
+    assert [r for r in proxy.snapshot() if r.service == "lambda"] == [
+        Request(reaper_spec.role, "lambda", "lambda:InvokeFunction", worker_spec.arn, True, 202)
+    ]
+    usage.extend(proxy.snapshot())
+    stage.write_report("reaper_cold_start_seconds", cold)
+
+
+def _reaper_of(stage: Stage, *, queue: str) -> FunctionSpec:
+    (spec,) = [
+        f
+        for f in stage.assembly.functions().values()
+        if f.handler == REAPER_HANDLER and f.environment.get("PAIL_QUEUE", "") == queue
+    ]
+    return spec
+
+
+# --- the Fargate task, from its image's build context ----------------------------------
+
+
+def test_given_the_fargate_task_when_its_command_runs_from_the_image_context_then_it_works_a_job(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy, usage: list[Request], tmp_path: Path
+) -> None:
+    deployment = stage.assembly.deployment
+    ((task_id, task),) = deployment.resources("AWS::ECS::TaskDefinition").items()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    role = task["Properties"]["TaskRoleArn"]["Fn::GetAtt"][0]
+    manifest = json.loads((stage.app.cdk_out / "Reports.assets.json").read_text())
+    (image,) = manifest["dockerImages"].values()
+    context = stage.app.cdk_out / image["source"]["directory"]
+    assert image["source"].get("dockerFile", "Dockerfile") == "worker.Dockerfile"
+    assert (context / "app" / "report.py").is_file()
+    (wheel,) = (context / "pail").glob("pailq-*.whl")
+    assert (context / "pail" / "requirements.txt").read_text().split() == [
+        f"/tmp/pail/{wheel.name}"
+    ]
+    # What the Dockerfile does: install the wheel (its dependencies are the venv's), copy app/.
+    site = tmp_path / "site"
+    subprocess.run(
+        [
+            str(stage.app.python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    assert (site / "pail" / "cli" / "__init__.py").is_file()
+    pail = queue_of(stage, s3_server, "exports")
+    job = pail.enqueue({"report_id": "export-1", "rows": [1, 2, 3]})
+    environment = {e["Name"]: str(deployment.resolve(e["Value"])) for e in container["Environment"]}
+    env = {
+        **toolchain.clean_env([stage.app.venv / "bin"]),
+        **environment,
+        "PYTHONPATH": f"{site}{os.pathsep}{context / 'app'}",
+        "AWS_ACCESS_KEY_ID": role,
+        "AWS_SECRET_ACCESS_KEY": "rehearsal-secret",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+    }
+
+    done = subprocess.run(
+        container["Command"],
+        cwd=context / "app",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert proxy.denied() == []
+    assert pail.result(job) == {"report_id": "export-1", "rows": 3}
+    assert {r.role for r in proxy.snapshot()} == {role}, task_id
+    usage.extend(proxy.snapshot())
+
+
+# --- the layer as Lambda unpacks it ----------------------------------------------------
+
+
+def _layer_python(
+    stage: Stage, opt: Path, code: str, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in the functions' Python with nothing but the unpacked layer on its path."""
+    return subprocess.run(
+        [str(stage.runtime.python), *flags, "-c", code],
+        env={
+            "PYTHONPATH": str(opt / "python"),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_given_the_layer_unzipped_with_1980_timestamps_when_imported_then_its_bytecode_is_used(
+    stage: Stage,
+) -> None:
+    _, opt = stage.deployed(stage.assembly.function(WORKER_HANDLER))
+    assert time.gmtime((opt / "python" / "pail" / "queue.py").stat().st_mtime).tm_year in {
+        1979,
+        1980,
+    }
+
+    result = _layer_python(
+        stage,
+        opt,
+        "import pail.aws.lambda_worker, pail.aws.reaper, aws_lambda_powertools, boto3",
+        "-v",
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = [line for line in result.stderr.splitlines() if line.startswith("# code object from")]
+    from_layer = [line for line in loaded if str(opt) in line]
+    compiled_here = [line for line in from_layer if not line.rstrip("'").endswith(".pyc")]
+    assert len(from_layer) > 50
+    assert compiled_here == [], compiled_here[:5]
+
+
+def test_given_the_layer_when_every_pail_module_is_imported_with_only_the_layer_then_all_import(
+    stage: Stage,
+) -> None:
+    _, opt = stage.deployed(stage.assembly.function(WORKER_HANDLER))
+    code = (
+        "import importlib, pkgutil, pail\n"
+        "names = [m.name for m in pkgutil.walk_packages(pail.__path__, 'pail.')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(len(names))"
+    )
+
+    result = _layer_python(stage, opt, code)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout.strip()) > 20
+
+
+# --- the rehearsal fails when the deployment would ------------------------------------
+
+
+def test_given_a_wrong_handler_string_when_the_worker_starts_then_the_rehearsal_fails(
+    stage: Stage, proxy: AwsProxy
+) -> None:
+    spec = stage.assembly.function(WORKER_HANDLER)
+
+    with stage.running(spec, proxy, handler="report.handle") as worker:
+        with pytest.raises(FunctionFailedError, match="Runtime.HandlerNotFound"):
+            worker.invoke(SCHEDULE, timeout=60)
+
+
+def test_given_a_layer_missing_a_dependency_when_the_worker_starts_then_the_rehearsal_fails(
+    stage: Stage, proxy: AwsProxy
+) -> None:
+    import shutil
+
+    spec = stage.assembly.function(WORKER_HANDLER)
+    task_root, opt = stage.copy_deployed(spec)
+    shutil.rmtree(opt / "python" / "ulid")  # python-ulid, which pail imports
+
+    with stage.running(spec, proxy, roots=(task_root, opt)) as worker:
+        with pytest.raises(FunctionFailedError, match="Runtime.ImportModuleError.*ulid"):
+            worker.invoke(SCHEDULE, timeout=60)
+
+
+def test_given_a_worker_role_without_delete_when_it_drains_then_denied_requests_fail_the_rehearsal(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy
+) -> None:
+    spec = stage.assembly.function(WORKER_HANDLER)
+    proxy.policies[spec.role] = proxy.policies[spec.role].without("s3:DeleteObject")
+    pail = queue_of(stage, s3_server)
+    job = pail.enqueue({"report_id": "denied"})
+
+    with stage.running(spec, proxy) as worker, pytest.raises(FunctionFailedError):
+        worker.invoke(object_created(stage.bucket, pail.keys.queue(job)), timeout=120)
+
+    denied = {(r.role, r.action) for r in proxy.denied()}
+    assert denied == {(spec.role, "s3:DeleteObject")}
+    status = pail.status(job)  # not done, and not lost: a worker with its rights finishes it
+    assert pail.result(job) is None
+    assert status is not None and status.state in {JobState.PENDING, JobState.RUNNING}
