@@ -111,8 +111,9 @@ def proxy(stage: Stage, s3_server: LocalS3) -> Iterator[AwsProxy]:
         yield running
 
 
-def queue_of(stage: Stage, s3_server: LocalS3, namespace: str = "", **options: Any) -> Pail:
-    return Pail.connect(stage.bucket, queue=namespace, **s3_server.connect_kwargs(), **options)
+def queue_of(stage: Stage, s3_server: LocalS3, namespace: str = "") -> Pail:
+    """The queue in the app's bucket, reached directly (as an administrator would)."""
+    return Pail.connect(stage.bucket, queue=namespace, **s3_server.connect_kwargs())  # type: ignore[arg-type]
 
 
 # --- the app, as the user synthesised it ---------------------------------------------
@@ -410,9 +411,11 @@ def test_given_a_wrong_handler_string_when_the_worker_starts_then_the_rehearsal_
 ) -> None:
     spec = stage.assembly.function(WORKER_HANDLER)
 
-    with stage.running(spec, proxy, handler="report.handle") as worker:
-        with pytest.raises(FunctionFailedError, match="Runtime.HandlerNotFound"):
-            worker.invoke(SCHEDULE, timeout=60)
+    with (
+        stage.running(spec, proxy, handler="report.handle") as worker,
+        pytest.raises(FunctionFailedError, match=r"Runtime\.HandlerNotFound"),
+    ):
+        worker.invoke(SCHEDULE, timeout=60)
 
 
 def test_given_a_layer_missing_a_dependency_when_the_worker_starts_then_the_rehearsal_fails(
@@ -424,9 +427,11 @@ def test_given_a_layer_missing_a_dependency_when_the_worker_starts_then_the_rehe
     task_root, opt = stage.copy_deployed(spec)
     shutil.rmtree(opt / "python" / "ulid")  # python-ulid, which pail imports
 
-    with stage.running(spec, proxy, roots=(task_root, opt)) as worker:
-        with pytest.raises(FunctionFailedError, match="Runtime.ImportModuleError.*ulid"):
-            worker.invoke(SCHEDULE, timeout=60)
+    with (
+        stage.running(spec, proxy, roots=(task_root, opt)) as worker,
+        pytest.raises(FunctionFailedError, match=r"Runtime\.ImportModuleError.*ulid"),
+    ):
+        worker.invoke(SCHEDULE, timeout=60)
 
 
 def test_given_a_worker_role_without_delete_when_it_drains_then_denied_requests_fail_the_rehearsal(

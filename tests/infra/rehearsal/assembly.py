@@ -96,7 +96,7 @@ class CloudAssembly:
                 destination.get("objectKey") == key
                 for destination in entry["destinations"].values()
             ):
-                return self.outdir / entry["source"]["path"]
+                return self.outdir / str(entry["source"]["path"])
         raise KeyError(f"no asset for S3 key {key}")
 
     def functions(self) -> dict[str, FunctionSpec]:

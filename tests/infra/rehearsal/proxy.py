@@ -188,7 +188,7 @@ class AwsProxy:
 
             def _body(self) -> bytes:
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                    chunks = []
+                    chunks: list[bytes] = []
                     while True:
                         size = int(self.rfile.readline().split(b";")[0].strip(), 16)
                         if size == 0:
