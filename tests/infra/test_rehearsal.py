@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -450,3 +451,60 @@ def test_given_a_worker_role_without_delete_when_it_drains_then_denied_requests_
     status = pail.status(job)  # not done, and not lost: a worker with its rights finishes it
     assert pail.result(job) is None
     assert status is not None and status.state in {JobState.PENDING, JobState.RUNNING}
+
+
+# --- the figures: cold start and least privilege --------------------------------------
+
+
+def test_given_bytecode_or_none_when_cold_starting_the_worker_then_both_figures_are_reported(
+    stage: Stage, proxy: AwsProxy
+) -> None:
+    import shutil
+
+    spec = stage.assembly.function(WORKER_HANDLER)
+    without = stage.copy_deployed(spec)
+    for cache in list(without[1].rglob("__pycache__")):
+        shutil.rmtree(cache)
+    figures: dict[str, dict[str, float]] = {}
+    for variant, roots in (("with_bytecode", stage.deployed(spec)), ("without_bytecode", without)):
+        runs = []
+        for _ in range(3):
+            with stage.running(spec, proxy, roots=roots) as worker:
+                summary = worker.invoke(SCHEDULE)
+                (invocation,) = worker.api.by_id.values()
+                assert summary["trigger"] == "schedule"
+                assert worker.init_seconds is not None
+                runs.append((worker.init_seconds, invocation.duration))
+        figures[variant] = {
+            "init_ms": round(statistics.median(r[0] for r in runs) * 1000),
+            "first_invocation_ms": round(statistics.median(r[1] for r in runs) * 1000),
+            "total_ms": round(statistics.median(r[0] + r[1] for r in runs) * 1000),
+        }
+    print(f"\ncold start of the worker (median of 3): {figures}")
+    stage.write_report("worker_cold_start_ms", figures)
+    assert proxy.denied() == []
+
+
+def test_given_the_scenarios_requests_when_tabulated_then_each_role_is_granted_what_it_uses(
+    stage: Stage, usage: list[Request]
+) -> None:
+    from .rehearsal import privilege
+
+    policies = stage.policies()
+    worker = stage.assembly.function(WORKER_HANDLER).role
+    reaper = _reaper_of(stage, queue="").role
+    (task,) = [r for r in policies if r not in {s.role for s in stage.assembly.functions().values()}]
+    labels = {worker: "Lambda worker", task: "Fargate task", reaper: "reaper"}
+    if {r.role for r in usage} != set(labels):
+        pytest.skip("the least-privilege table needs every scenario of this module to have run")
+
+    table = privilege.render(labels, policies, usage)
+    print("\n" + table)
+    stage.write_report("least_privilege", {"table": table})
+    for role in labels:
+        used = privilege.used(usage)[role]
+        granted = privilege.granted(policies[role])
+        assert all(states <= granted.get(action, set()) for action, states in used.items())
+    document = toolchain.DEPLOY.read_text()
+    documented = document.split(privilege.START, 1)[1].split(privilege.END, 1)[0].strip()
+    assert documented == table, f"docs/deploy.md's least-privilege table is stale; it is now:\n{table}"

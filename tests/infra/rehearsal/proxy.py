@@ -60,6 +60,8 @@ class Request:
     resource: str
     allowed: bool
     status: int = 0
+    prefix: str | None = None
+    """For a listing: the ``s3:prefix`` it asked for."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class _Check:
     action: str
     resource: str
     context: Mapping[str, str]
+
+    @property
+    def prefix(self) -> str | None:
+        return self.context.get("s3:prefix")
 
 
 def _bucket_arn(bucket: str) -> str:
@@ -227,7 +233,9 @@ class AwsProxy:
                 ]
                 if not all(allowed):
                     for check, ok in zip(checks, allowed, strict=True):
-                        proxy.record(Request(role, "s3", check.action, check.resource, ok, 403))
+                        proxy.record(
+                            Request(role, "s3", check.action, check.resource, ok, 403, check.prefix)
+                        )
                     self._s3_denied(checks[allowed.index(False)])
                     return
                 status, headers, payload = self._forward(body)
@@ -245,12 +253,18 @@ class AwsProxy:
                             Request(role, "s3", checks[0].action, checks[0].resource, True, 403)
                         )
                         proxy.record(
-                            Request(role, "s3", listing.action, checks[0].resource, False, 403)
+                            Request(role, "s3", listing.action, bucket_arn, False, 403, key)
                         )
                         self._s3_denied(listing)
                         return
+                    # The listing right was used: without it this read would have failed.
+                    proxy.record(Request(role, "s3", listing.action, bucket_arn, True, 404, key))
                 for check in checks:
-                    proxy.record(Request(role, "s3", check.action, check.resource, True, status))
+                    proxy.record(
+                        Request(
+                            role, "s3", check.action, check.resource, True, status, check.prefix
+                        )
+                    )
                 self._send(status, headers, payload)
 
             def _lambda(self, role: str, policy: Policy | None, path: str, body: bytes) -> None:
