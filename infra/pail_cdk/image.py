@@ -102,10 +102,12 @@ def stage_context(
         dockerfile = importlib.resources.files("pail_cdk").joinpath(DOCKERFILE)
         (staged / DOCKERFILE).write_bytes(dockerfile.read_bytes())
         final = images / f"context-{_tree_digest(staged)}"
-        if final.exists():
-            shutil.rmtree(staged)
-        else:
+        try:
             staged.rename(final)
+        except OSError:
+            if not final.is_dir():
+                raise
+            shutil.rmtree(staged)  # the same content is there already (another synth made it)
         cache.prune(images, "context-*", keep=final, newest=8)
         return final
     except BaseException:
