@@ -232,6 +232,19 @@ class FunctionInstance:
         """From spawning the process to its first poll for work (Lambda's Init Duration)."""
         return None if self.api.first_poll is None else self.api.first_poll - self.spawned
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the runtime process has used so far (user + system), from ``/proc``.
+
+        Less sensitive than wall time to other work on a shared machine.
+        """
+        if self._process is None:
+            return None
+        try:
+            fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def submit(self, event: Any) -> Invocation:
         """Queue ``event`` (an asynchronous invoke); ``wait`` for its answer."""
         invocation = Invocation(event)
