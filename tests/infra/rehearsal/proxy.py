@@ -50,6 +50,18 @@ Invoker = Callable[[str, bytes, str], None]
 """``on_invoke(function_name, payload, invocation_type)``."""
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that does not print a client hanging up (a function stopped)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @dataclass(frozen=True)
 class Request:
     """One check of one action: who, what, on which resource, and IAM's answer."""
@@ -134,7 +146,7 @@ class AwsProxy:
         self.on_invoke = on_invoke
         self._lock = threading.Lock()
         self.requests: list[Request] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = QuietServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

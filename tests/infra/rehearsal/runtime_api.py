@@ -25,9 +25,11 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import IO, Any
+
+from .proxy import QuietServer
 
 _PREFIX = "/2018-06-01/runtime"
 
@@ -69,7 +71,7 @@ class RuntimeApi:
         self.init_error: InitError | None = None
         self.first_poll: float | None = None
         self.failed = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = QuietServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
