@@ -18,6 +18,7 @@ from constructs import Construct
 
 from pail import config, metrics_names
 from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace
+from pail.status_page import EXPOSED_HEADERS
 from pail_cdk import access, nag
 from pail_cdk.alarms import QueueAlarms, create_queue_alarms
 from pail_cdk.bundling import LAMBDA_RUNTIME, PYTHON_VERSION, pail_layers
@@ -259,7 +260,7 @@ class PailQueue(Construct):
                 id=f"pail-{name}-results",
                 allowed_methods=[s3.HttpMethods.GET, s3.HttpMethods.HEAD],
                 allowed_origins=origins,
-                exposed_headers=["ETag"],
+                exposed_headers=list(EXPOSED_HEADERS),
                 max_age=300,
             )
 

@@ -31,7 +31,8 @@ from pail.features.retry import RetryPolicy
 from pail.message import Message
 from pail.protocol.reaper import ReapReport
 from pail.protocol.transitions import Ending
-from pail.queue import Mode, Pail, Stats
+from pail.queue import Mode, Pail
+from pail.stats import Stats
 from pail.status import JobState, JobStatus
 from pail.store import MemoryStore, S3Store, Store
 from pail.worker import HandlerTimeoutError

@@ -12,18 +12,23 @@ the same bytes, so an ETag names one write, never a value that could come back
 
 from __future__ import annotations
 
-import json
+import math
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Self
 
+from pail import jsonsafe
+from pail.config import MAX_COUNT, MAX_RETRY_DELAY
 from pail.errors import DecodeError, PayloadError
 from pail.ids import new_token
 
 FORMAT_VERSION = 1
 TRACEBACK_LIMIT = 4000
 MESSAGE_LIMIT = 2000
+RAW_LIMIT = 1_000_000
+"""Bytes of a foreign object kept in the dead letter that quarantines it (the rest is cut)."""
 
 # Object metadata (x-amz-meta-*) pail sets; S3 lower-cases the names.
 META_WRITE = "pail-write"
@@ -34,6 +39,8 @@ META_LIFE = "pail-life"
 OUTCOME_SUCCEEDED = "succeeded"
 OUTCOME_DEAD = "dead"
 OUTCOME_CANCELLED = "cancelled"
+OUTCOME_HEADER = f"x-amz-meta-{META_OUTCOME}"
+"""The outcome as an HTTP response header: what a browser reads (CORS must expose it)."""
 
 # The body of a done/{id} marker (a dead or cancelled job) is JSON null, so
 # that pailq 0.1.1's result() (``json.loads``) reads it as "no result"; a
@@ -85,19 +92,121 @@ def marker_token(body: bytes) -> str | None:
     )
 
 
+_MARKER_SIZES = frozenset({len(MARKER_VALUE), len(marker_body(new_token()))})
+
+
+def might_be_marker(size: int) -> bool:
+    """True if a ``done/`` object of ``size`` bytes may be a dead or cancelled marker.
+
+    ``stats`` HEADs only those (a listing gives sizes, not metadata): a
+    marker is ``null`` and its write token (36 bytes), or a bare ``null``
+    (written before markers carried tokens).
+    """
+    return size in _MARKER_SIZES
+
+
 def dumps(value: Any) -> bytes:
-    """Compact JSON, or ``PayloadError`` naming what could not be encoded."""
-    try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise PayloadError(f"not JSON-serialisable: {exc}") from exc
+    """Compact strict JSON, or ``PayloadError`` naming what could not be encoded."""
+    return jsonsafe.dumps(value)
 
 
-def _loads(body: bytes, what: str) -> Any:
+def check_carried(payload: Any) -> None:
+    """Raise ``PayloadError`` unless pail can carry ``payload`` in the objects it writes.
+
+    A payload read from a foreign entry may hold what pail never writes:
+    pailq 0.1.1 writes ``NaN`` and ``Infinity`` as bare words. Such a job
+    cannot be leased (the lease carries the payload), so it is quarantined.
+    """
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DecodeError(f"{what} is not JSON: {exc}") from exc
+        jsonsafe.check_value(payload, "payload")
+    except PayloadError as exc:
+        raise PayloadError(
+            f"{exc}; pail writes strict JSON only, so it cannot carry this job "
+            "(pailq 0.1.1 writes NaN and Infinity as bare words)"
+        ) from None
+
+
+def raw_text(body: bytes) -> str:
+    """A foreign object's bytes as text for its dead letter: UTF-8 where it is, cut at ``RAW_LIMIT``."""
+    text = body[:RAW_LIMIT].decode("utf-8", errors="replace")
+    return text if len(body) <= RAW_LIMIT else f"{text}... ({len(body)} bytes in all)"
+
+
+def _show(value: Any) -> str:
+    try:
+        shown = repr(value)
+    except ValueError:  # an integer past the digit limit
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+class _Fields:
+    """Typed reads of one decoded JSON object: a field of the wrong type is a ``DecodeError``.
+
+    pail's objects only ever hold these types, so anything else was written
+    by someone else, and the object is not one pail can act on.
+    """
+
+    def __init__(self, data: Any, what: str) -> None:
+        if not isinstance(data, dict):
+            raise DecodeError(f"{what} is not a JSON object but {type(data).__name__}")
+        self.data: dict[str, Any] = data
+        self.what = what
+
+    def _bad(self, name: str, expected: str) -> DecodeError:
+        return DecodeError(
+            f"{self.what} has an invalid {name!r}: {_show(self.data[name])} (expected {expected})"
+        )
+
+    def count(self, name: str) -> int:
+        """A non-negative integer (default 0); booleans and floats are refused."""
+        value = self.data.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+            raise self._bad(name, f"an integer from 0 to {MAX_COUNT}")
+        return value
+
+    def text(self, name: str, default: str | None = None) -> str | None:
+        value = self.data.get(name, default)
+        if value is not None and not isinstance(value, str):
+            raise self._bad(name, "a string")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.data.get(name, False)
+        if not isinstance(value, bool):
+            raise self._bad(name, "true or false")
+        return value
+
+    def seconds(self, name: str, limit: float) -> float:
+        value = self.data.get(name, 0)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 <= value <= limit  # before float(): a huge int would overflow it
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
+            raise self._bad(name, f"a number of seconds from 0 to {limit:g}")
+        return float(value)
+
+    def timestamp(self, name: str) -> str | None:
+        """An ISO 8601 time, kept as written."""
+        value = self.text(name)
+        if value:
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                raise self._bad(name, "an ISO 8601 time") from None
+        return value or None
+
+    def error(self, name: str) -> ErrorInfo | None:
+        return ErrorInfo.from_json(self.data.get(name), f"{self.what}'s {name!r}")
+
+    def job_id(self, job_id: str) -> str:
+        """The id the object names, which must be the id its key names (pailq 0.1.1 names none)."""
+        named = self.text("id", job_id)
+        if named != job_id:
+            raise self._bad("id", f"{job_id!r}, the id in its key")
+        return job_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +243,16 @@ class ErrorInfo:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> ErrorInfo | None:
-        if not isinstance(data, dict):
+    def from_json(cls, data: Any, what: str = "error") -> ErrorInfo | None:
+        """The error recorded in a decoded object; None for null, ``DecodeError`` for anything but an object."""
+        if data is None:
             return None
+        fields = _Fields(data, what)
         return cls(
-            str(data.get("type", "Error")),
-            str(data.get("message", "")),
-            str(data.get("traceback", "")),
-            int(data.get("attempt", 0) or 0),
+            fields.text("type", "Error") or "Error",
+            fields.text("message", "") or "",
+            fields.text("traceback", "") or "",
+            fields.count("attempt"),
         )
 
     def __str__(self) -> str:
@@ -181,20 +292,26 @@ class Envelope:
 
     @classmethod
     def decode(cls, body: bytes) -> Envelope:
-        data = _loads(body, "pending job")
-        if not isinstance(data, dict) or "payload" not in data:
+        """The pending job in ``body``, or ``DecodeError`` for any bytes that are not one.
+
+        pailq 0.1.1's entries (``{"payload", "attempts"}``, ``NaN`` included) decode.
+        """
+        return cls.from_json(jsonsafe.loads(body, "pending job"))
+
+    @classmethod
+    def from_json(cls, data: Any) -> Envelope:
+        """The pending job in an already decoded JSON value."""
+        fields = _Fields(data, "pending job")
+        if "payload" not in fields.data:
             raise DecodeError("pending job has no 'payload' field")
-        attempts = data.get("attempts", 0)
-        if not isinstance(attempts, int) or attempts < 0:
-            raise DecodeError(f"pending job has an invalid 'attempts': {attempts!r}")
         return cls(
-            payload=data["payload"],
-            attempts=attempts,
-            enqueued_at=data.get("enqueued_at"),
-            last_error=ErrorInfo.from_json(data.get("last_error")),
-            redriven=int(data.get("redriven", 0) or 0),
-            write=str(data.get("w", "")),
-            cancelled=bool(data.get("cancelled", False)),
+            payload=fields.data["payload"],
+            attempts=fields.count("attempts"),
+            enqueued_at=fields.timestamp("enqueued_at"),
+            last_error=fields.error("last_error"),
+            redriven=fields.count("redriven"),
+            write=fields.text("w", "") or "",
+            cancelled=fields.flag("cancelled"),
         )
 
 
@@ -205,6 +322,7 @@ class Envelope:
 RUNNING = "running"
 RETRYING = "retrying"
 DYING = "dying"
+LEASE_STATES = frozenset({RUNNING, RETRYING, DYING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +349,8 @@ class LeaseRecord:
     """Seconds a ``retrying`` lease waits before the reaper requeues it (a retry backoff)."""
     uncounted: bool = False
     """Set on a ``retrying`` lease released before its handler started: the attempt is not spent."""
+    raw: str | None = None
+    """Foreign bytes this ``dying`` lease quarantines: whoever finishes it keeps them in ``dlq/``."""
 
     @property
     def attempts_used(self) -> int:
@@ -269,30 +389,41 @@ class LeaseRecord:
             data["retry_after"] = self.retry_after
         if self.uncounted:
             data["uncounted"] = True
+        if self.raw is not None:
+            data["raw"] = self.raw
         data["w"] = self.write
         return dumps(data)
 
     @classmethod
     def decode(cls, body: bytes, job_id: str) -> LeaseRecord:
-        data = _loads(body, "lease")
-        if not isinstance(data, dict) or "payload" not in data:
+        """The lease in ``body`` (the object ``run/{job_id}``), or ``DecodeError``.
+
+        A pailq 0.1.1 lease is a copy of the pending entry it was claimed from.
+        """
+        fields = _Fields(jsonsafe.loads(body, "lease"), "lease")
+        if "payload" not in fields.data:
             raise DecodeError("lease has no 'payload' field")
+        state = fields.text("state", RUNNING)
+        if state not in LEASE_STATES:
+            raise DecodeError(f"lease has an unknown 'state': {_show(state)}")
+        attempts = fields.count("attempts")
         return cls(
-            job_id=str(data.get("id", job_id)),
-            payload=data["payload"],
+            job_id=fields.job_id(job_id),
+            payload=fields.data["payload"],
             # pailq 0.1.1 leases count attempts already made before this run.
-            attempt=int(data.get("attempts", 0) or 0) + (0 if "lease" in data else 1),
-            owner=str(data.get("owner", "pailq")),
-            lease=str(data.get("lease", "")),
-            enqueued_at=data.get("enqueued_at"),
-            state=str(data.get("state", RUNNING)),
-            error=ErrorInfo.from_json(data.get("error")),
-            progress=data.get("progress"),
-            reaped=bool(data.get("reaped", False)),
-            redriven=int(data.get("redriven", 0) or 0),
-            write=str(data.get("w", "")),
-            retry_after=float(data.get("retry_after", 0) or 0),
-            uncounted=data.get("uncounted") is True,
+            attempt=attempts + (0 if "lease" in fields.data else 1),
+            owner=fields.text("owner", "pailq") or "pailq",
+            lease=fields.text("lease", "") or "",
+            enqueued_at=fields.timestamp("enqueued_at"),
+            state=state,
+            error=fields.error("error"),
+            progress=fields.data.get("progress"),
+            reaped=fields.flag("reaped"),
+            redriven=fields.count("redriven"),
+            write=fields.text("w", "") or "",
+            retry_after=fields.seconds("retry_after", MAX_RETRY_DELAY),
+            uncounted=fields.flag("uncounted"),
+            raw=fields.text("raw"),
         )
 
     def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:
@@ -336,27 +467,40 @@ class DeadLetter:
         data["w"] = self.write
         return dumps(data)
 
+    @property
+    def quarantined(self) -> bool:
+        """True for foreign bytes dead-lettered as found (``raw``): there is no job to redrive."""
+        return self.raw is not None
+
     @classmethod
     def decode(cls, body: bytes, job_id: str) -> DeadLetter:
-        data = _loads(body, "dead letter")
-        if not isinstance(data, dict):
-            raise DecodeError("dead letter is not an object")
+        """The dead letter in ``body`` (the object ``dlq/{job_id}``), or ``DecodeError``."""
+        fields = _Fields(jsonsafe.loads(body, "dead letter"), "dead letter")
         return cls(
-            job_id=str(data.get("id", job_id)),
-            payload=data.get("payload"),
-            attempts=int(data.get("attempts", 0) or 0),
-            error=ErrorInfo.from_json(data.get("error")),
-            enqueued_at=data.get("enqueued_at"),
-            raw=data.get("raw"),
-            redriven=int(data.get("redriven", 0) or 0),
-            write=str(data.get("w", "")),
+            job_id=fields.job_id(job_id),
+            payload=fields.data.get("payload"),
+            attempts=fields.count("attempts"),
+            error=fields.error("error"),
+            enqueued_at=fields.timestamp("enqueued_at"),
+            raw=fields.text("raw"),
+            redriven=fields.count("redriven"),
+            write=fields.text("w", "") or "",
         )
+
+    @classmethod
+    def unreadable(cls, job_id: str, body: bytes, error: DecodeError) -> DeadLetter:
+        """What ``dead_letters`` shows for a ``dlq/`` object that is not a dead letter: its bytes and why."""
+        return cls(job_id, None, 0, ErrorInfo.from_exception(error), raw=raw_text(body))
 
 
 def encode_result(result: Any) -> bytes:
-    """A handler's return value as stored in ``done/{id}``; None becomes ``{}``."""
-    return dumps({} if result is None else result)
+    """A handler's return value as stored in ``done/{id}``; None becomes ``{}``.
+
+    ``PayloadError`` (saying where) for a result JSON cannot hold.
+    """
+    return jsonsafe.check_value({} if result is None else result, "result")
 
 
 def decode_result(body: bytes) -> Any:
-    return _loads(body, "result")
+    """The result in a ``done/`` object, or ``DecodeError`` (pailq 0.1.1's ``NaN`` decodes)."""
+    return jsonsafe.loads(body, "result")

@@ -92,9 +92,9 @@ def measure_depth(
     (1, 0, 0, True)
     """
     live_within = None if visibility_timeout is None else visibility_timeout + CLOCK_RESOLUTION
-    pending = _count(store, keys.prefix(QUEUE), max_pages, page_size, keys)
-    running = _count(store, keys.prefix(RUN), max_pages, page_size, live_within=live_within)
-    dead = _count(store, keys.prefix(DLQ), max_pages, page_size)
+    pending = _count(store, keys, QUEUE, max_pages, page_size)
+    running = _count(store, keys, RUN, max_pages, page_size, live_within=live_within)
+    dead = _count(store, keys, DLQ, max_pages, page_size)
     return Depth(
         pending=pending.count,
         running=running.count,
@@ -107,10 +107,10 @@ def measure_depth(
 
 def _count(
     store: Store,
-    prefix: str,
+    keys: Keys,
+    state: str,
     max_pages: int,
     page_size: int,
-    keys: Keys | None = None,
     *,
     live_within: float | None = None,
 ) -> _Count:
@@ -118,13 +118,15 @@ def _count(
     oldest: float | None = None
     token: str | None = None
     for _ in range(max_pages):
-        page = store.list(prefix, max_keys=page_size, continuation=token)
-        count += len(page.items)
+        page = store.list(keys.prefix(state), max_keys=page_size, continuation=token)
         for item in page.items:
+            if keys.entry_id(item.key, state) is None:
+                continue  # a console "folder" or a nested key: not a job
+            count += 1
             written = (page.server_time - item.last_modified).total_seconds()
             younger += live_within is not None and written <= live_within
             since = item.last_modified
-            delayed = delay.parse(keys, item.key) if keys is not None else None
+            delayed = delay.parse(keys, item.key) if state == QUEUE else None
             if delayed is not None:
                 # A delayed job waits from its due time, not from its enqueue.
                 since = max(since, datetime.fromtimestamp(delayed[0] / 1000, UTC))

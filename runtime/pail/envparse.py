@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import overload
 
+from pail.config import validate_seconds
 from pail.errors import ConfigurationError
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -45,13 +46,22 @@ def read_seconds(
     text = _text(name, env)
     if text is None:
         return default
+    return parse_seconds(text, name)
+
+
+def parse_seconds(text: str, name: str = "seconds") -> float:
+    """``text`` as a finite number of seconds from 0 to ``config.MAX_SECONDS``.
+
+    Also an ``argparse`` type: its ``ConfigurationError`` is a ``ValueError``.
+
+    >>> parse_seconds("2.5")
+    2.5
+    """
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:  # also rejects nan
-        raise ConfigurationError(f"{name} must be a number of seconds >= 0, got {text!r}")
-    return value
+        raise ConfigurationError(f"{name} must be a number of seconds, got {text!r}") from None
+    return validate_seconds(name, value)
 
 
 def read_count(

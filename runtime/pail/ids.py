@@ -16,8 +16,10 @@ from datetime import UTC, datetime
 from ulid import ULID
 
 from pail.errors import ConfigurationError
+from pail.keys import MAX_ID_LENGTH
 
-_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+# The first character holds the top 3 bits of a 48-bit time: 0 to 7.
+_ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 
 
 def new_job_id() -> str:
@@ -31,10 +33,10 @@ def new_token() -> str:
 
 
 def is_ulid(text: str) -> bool:
-    """True for a 26-character Crockford base32 ULID.
+    """True for a 26-character Crockford base32 ULID (whose time fits its 48 bits).
 
-    >>> is_ulid("01JD8X3W5K9T2B7Q4R6M0N1P2S"), is_ulid("hello")
-    (True, False)
+    >>> is_ulid("01JD8X3W5K9T2B7Q4R6M0N1P2S"), is_ulid("hello"), is_ulid("Z" * 26)
+    (True, False, False)
     """
     return bool(_ULID.match(text))
 
@@ -43,11 +45,14 @@ def ulid_time(job_id: str) -> datetime | None:
     """The creation time encoded in a ULID job id, or None for other ids."""
     if not is_ulid(job_id):
         return None
-    return ULID.from_str(job_id).datetime.astimezone(UTC)
+    try:
+        return ULID.from_str(job_id).datetime.astimezone(UTC)
+    except ValueError:  # another library's idea of a valid ULID: no time to tell
+        return None
 
 
 def validate_job_id(job_id: str) -> str:
     """Reject ids that cannot be a single key segment (``ConfigurationError``, a ``ValueError``)."""
-    if not isinstance(job_id, str) or not job_id or "/" in job_id or len(job_id) > 512:
+    if not isinstance(job_id, str) or not job_id or "/" in job_id or len(job_id) > MAX_ID_LENGTH:
         raise ConfigurationError(f"invalid job id {job_id!r}: expected one key segment, no '/'")
     return job_id

@@ -37,6 +37,9 @@ REAP_CURSOR = "reap-cursor"
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
+MAX_ID_LENGTH = 512
+"""The longest job id pail reads or accepts (``pail.ids.validate_job_id``)."""
+
 
 def validate_namespace(namespace: str) -> str:
     """Return ``namespace`` if it is a valid queue name, else raise ``ValueError``.
@@ -103,6 +106,28 @@ class Keys:
         'reports/_pail/reap-cursor'
         """
         return f"{self.root}{SYSTEM}{REAP_CURSOR}"
+
+    def entry_id(self, key: str, state: str) -> str | None:
+        """The job id of ``key`` under ``state``'s prefix, or None if the key names no job.
+
+        What follows the prefix must be one segment of 1 to ``MAX_ID_LENGTH``
+        characters. A zero-byte "folder" that the S3 console makes
+        (``queue/``, ``queue/reports/``) and a nested key (``queue/a/b``) name
+        no job: pail never writes them, and every reader passes them by.
+
+        >>> keys = Keys()
+        >>> keys.entry_id("queue/01J0000000000000000000000A", QUEUE)
+        '01J0000000000000000000000A'
+        >>> keys.entry_id("queue/", QUEUE) is None, keys.entry_id("queue/a/b", QUEUE) is None
+        (True, True)
+        """
+        prefix = self.prefix(state)
+        if not key.startswith(prefix):
+            return None
+        job_id = key[len(prefix) :]
+        if not job_id or "/" in job_id or len(job_id) > MAX_ID_LENGTH:
+            return None
+        return job_id
 
     def job_id(self, key: str) -> str:
         """The job id of any key of this queue (the part after the state prefix)."""

@@ -10,6 +10,7 @@ from pail.codec import ErrorInfo
 from pail.errors import LeaseLostError, PayloadError
 from pail.features import cancel
 from pail.heartbeat import Heartbeat
+from pail.jsonsafe import check_value
 from pail.keys import Keys
 from pail.protocol import settle
 from pail.protocol.lease import Lease
@@ -90,7 +91,13 @@ class Message:
         return self._lease
 
     def progress(self, value: Any) -> None:
-        """Report progress; it is written with the next lease renewal, at no extra request."""
+        """Report progress; it is written with the next lease renewal, at no extra request.
+
+        ``value`` must be strict JSON (no NaN, nested at most 100 levels): a
+        status page reads it. Anything else raises ``PayloadError`` here, at
+        once, and the previous progress stands; the heartbeat never sees it.
+        """
+        check_value(value, "progress")
         self._lease.set_progress(value)
 
     def complete(self, result: Any = None) -> bool:

@@ -7,8 +7,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -20,12 +19,16 @@ from pail.codec import (
     OUTCOME_DEAD,
     DeadLetter,
     Envelope,
+    check_carried,
     decode_result,
 )
 from pail.config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_VISIBILITY_TIMEOUT,
+    validate_count,
+    validate_expiry,
     validate_max_retries,
+    validate_seconds,
     validate_visibility_timeout,
 )
 from pail.errors import (
@@ -37,14 +40,16 @@ from pail.errors import (
     EnqueueUnknownError,
     JobNotFoundError,
     PailError,
+    PayloadError,
     StorageError,
 )
 from pail.features import batch, cancel, dedup
 from pail.features import delay as delay_feature
 from pail.features.priority import Priority, due_for
 from pail.features.retry import RetryPolicy
-from pail.ids import new_job_id, ulid_time, validate_job_id
-from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.ids import new_job_id, validate_job_id
+from pail.jsonsafe import check_value
+from pail.keys import DLQ, Keys
 from pail.message import Message
 from pail.operate import dead_letters as dead_letter_ops
 from pail.operate import purge as purge_ops
@@ -56,8 +61,9 @@ from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
+from pail.stats import Stats, count_jobs, list_pages
 from pail.status import JobStatus, read_status
-from pail.store.base import Store
+from pail.store.base import ObjectInfo, Store
 from pail.store.s3 import S3Store, is_directory_bucket
 from pail.worker import Handler, Polling, run_message
 
@@ -87,26 +93,6 @@ class Mode(StrEnum):
         (<Mode.STANDARD: 'standard'>, <Mode.EXPRESS: 'express'>)
         """
         return cls.EXPRESS if is_directory_bucket(bucket) else cls.STANDARD
-
-
-@dataclass(frozen=True, slots=True)
-class Stats:
-    """Counts per state, and the enqueue time of the oldest pending job."""
-
-    pending: int
-    running: int
-    done: int
-    failed: int
-    oldest_pending: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pending": self.pending,
-            "running": self.running,
-            "done": self.done,
-            "failed": self.failed,
-            "oldest_pending": self.oldest_pending.isoformat() if self.oldest_pending else None,
-        }
 
 
 def validate_bucket_name(bucket: str) -> str:
@@ -244,8 +230,9 @@ class Pail:
     ) -> str:
         """Add a job; return its id (a 26-character ULID).
 
-        The payload must be JSON-serialisable; if it is not, ``PayloadError``
-        is raised and nothing is written. With a dedup ``key``, at most one
+        The payload must be strict JSON (no NaN or Infinity) nested at most
+        100 levels; if it is not, ``PayloadError`` says where and nothing is
+        written. With a dedup ``key``, at most one
         job per key is enqueued and a repeat returns the first job's id (use
         ``enqueue_once`` to learn whether this call created it). With
         ``delay`` (seconds or a ``timedelta``) or ``not_before`` (an aware
@@ -265,7 +252,9 @@ class Pail:
 
         Raises ``EnqueueUnknownError`` (with the id) when S3 failed after the
         write was sent, and sending it once more did not settle whether it landed.
+        ``PayloadError`` (saying where) for a payload JSON cannot hold.
         """
+        check_value(payload, "payload")
         envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
         body = envelope.encode()
         key = self._keys.queue(job_id)
@@ -405,8 +394,10 @@ class Pail:
         """Process one job with ``handler(payload)``; False if the queue was empty.
 
         A job that raises is put back for a retry (or dead-lettered once
-        retries are exhausted) and this still returns True.
+        retries are exhausted) and this still returns True. ``job_timeout``
+        (seconds, finite, above 0) fails an attempt whose handler runs longer.
         """
+        _validate_job_timeout(job_timeout)
         message = self.claim()
         if message is None:
             return False
@@ -427,8 +418,14 @@ class Pail:
 
         When the queue is empty it polls adaptively: from ``min_poll_interval``
         doubling up to ``poll_interval`` seconds, and back to the floor as soon
-        as a job turns up.
+        as a job turns up. Intervals are finite seconds (at most a year);
+        ``max_jobs`` is a whole number or None.
         """
+        validate_seconds("min_poll_interval", min_poll_interval)
+        validate_seconds("poll_interval", poll_interval, minimum=min_poll_interval)
+        _validate_job_timeout(job_timeout)
+        if max_jobs is not None:
+            validate_count("max_jobs", max_jobs)
         polling = Polling(min_poll_interval, poll_interval)
         wait: float | None = None
         processed = 0
@@ -462,7 +459,8 @@ class Pail:
         return decode_result(obj.body)
 
     def result_url(self, job_id: str, expires_in: int = 3600) -> str:
-        """A presigned URL to GET the job's result object, valid ``expires_in`` seconds."""
+        """A presigned URL to GET the job's result object, valid ``expires_in`` seconds (1 to 604800)."""
+        expires_in = validate_expiry(expires_in)
         return self._store.presign_get(self._keys.done(validate_job_id(job_id)), expires_in)
 
     def status_urls(self, job_id: str, expires_in: int = 3600) -> dict[str, str]:
@@ -470,15 +468,23 @@ class Pail:
 
         A browser reads the job's status with no backend in the loop: the job
         is in whichever of these answers 200 (``docs/status-page.md`` has the
-        JSON shapes). Keys: ``pending``, ``running``, ``done``, ``failed``.
+        JSON shapes). Keys: ``pending``, ``running``, ``done``, ``failed``,
+        and ``delayed`` while the job waits for its due time (a delayed or
+        high-priority job not promoted yet): finding that entry costs one
+        LIST of the delayed entries; everything else is presigned locally.
+        ``expires_in`` is 1 to 604800 seconds (7 days, S3's limit).
         """
         job_id = validate_job_id(job_id)
+        expires_in = validate_expiry(expires_in)
         keys = {
             "pending": self._keys.queue(job_id),
             "running": self._keys.run(job_id),
             "done": self._keys.done(job_id),
             "failed": self._keys.dlq(job_id),
         }
+        waiting = delay_feature.find(self._store, self._keys, job_id)
+        if waiting is not None:
+            keys["delayed"] = waiting.key
         return {state: self._store.presign_get(key, expires_in) for state, key in keys.items()}
 
     def status(self, job_id: str) -> JobStatus | None:
@@ -494,36 +500,24 @@ class Pail:
         return found
 
     def stats(self) -> Stats:
-        """Count the jobs in each state by listing every prefix of this queue."""
-        done = self._list_ids(DONE)
-        # An entry beside an outcome is a stalled worker's late write, not a
-        # pending job (the claim that meets it drops it): done/ wins, as in status.
-        ended = set(done)
-        pending = [job_id for job_id in self._list_ids(QUEUE) if job_id not in ended]
-        running = self._list_ids(RUN)
-        failed = self._list_ids(DLQ)
-        times = [t for t in (ulid_time(job_id) for job_id in pending) if t is not None]
-        return Stats(
-            pending=len(pending),
-            running=len(running),
-            # Dead-lettered jobs keep a null marker under done/ (the single
-            # terminal key): they count as failed, not done.
-            done=len(set(done) - set(failed)),
-            failed=len(failed),
-            oldest_pending=min(times) if times else None,
-        )
+        """Count the jobs in each state by listing every prefix of this queue.
+
+        Keys that name no job (the S3 console's zero-byte folders) are not
+        counted. Telling a cancelled job from a success costs one HEAD per
+        ``done/`` object of a marker's size; nothing else is read.
+        """
+        return count_jobs(self._store, self._keys)
 
     def _list_ids(self, state: str) -> list[str]:
-        return [self._keys.job_id(info.key) for info in self._iter_prefix(state)]
+        return [job_id for job_id, _ in self._iter_entries(state)]
 
-    def _iter_prefix(self, state: str) -> Iterable[Any]:
-        token: str | None = None
-        while True:
-            page = self._store.list(self._keys.prefix(state), continuation=token)
-            yield from page.items
-            if page.next_token is None:
-                return
-            token = page.next_token
+    def _iter_entries(self, state: str) -> Iterator[tuple[str, ObjectInfo]]:
+        """``(job_id, info)`` of every key under ``state`` that names a job."""
+        for page in list_pages(self._store, self._keys.prefix(state)):
+            for info in page.items:
+                job_id = self._keys.entry_id(info.key, state)
+                if job_id is not None:
+                    yield job_id, info
 
     # -- operating ----------------------------------------------------------
 
@@ -534,19 +528,26 @@ class Pail:
         return self._reaper.reap()
 
     def dead_letters(self, limit: int | None = None) -> list[DeadLetter]:
-        """The dead-lettered jobs, oldest first (in standard buckets), with their errors."""
+        """The dead-lettered jobs, oldest first (in standard buckets), with their errors.
+
+        A ``dlq/`` object that is not a dead letter (another writer's bytes)
+        is listed too, as a quarantined letter: its raw bytes, and the decode
+        error as its error.
+        """
+        if limit is not None:
+            validate_count("limit", limit)
         letters: list[DeadLetter] = []
-        for info in self._iter_prefix(DLQ):
+        for job_id, info in self._iter_entries(DLQ):
             if limit is not None and len(letters) >= limit:
                 break
             obj = self._store.get(info.key)
             if obj is None:
                 continue
-            job_id = self._keys.job_id(info.key)
             try:
                 letters.append(DeadLetter.decode(obj.body, job_id))
             except DecodeError as exc:
                 log.warning("unreadable dead letter %s: %s", info.key, exc)
+                letters.append(DeadLetter.unreadable(job_id, obj.body, exc))
         return letters
 
     def delete_dead_letter(self, job_id: str, *, etag: str | None = None) -> bool:
@@ -574,6 +575,7 @@ class Pail:
         ``JobPage.more`` says the listing stopped before the end;
         pass its ``next_after`` as ``after`` for the next page.
         """
+        validate_count("limit", limit, minimum=1, maximum=MAX_PAGE_LIMIT)
         try:
             kind = JobKind(state)
         except ValueError:
@@ -587,6 +589,8 @@ class Pail:
 
         Each purged job ends ``cancelled``; see ``pail.operate.purge`` for the cost.
         """
+        if limit is not None:
+            validate_count("limit", limit)
         return purge_ops.purge(self._store, self._keys, limit=limit, stats=self.write_stats)
 
     def queues(self) -> QueueList:
@@ -596,26 +600,49 @@ class Pail:
     def redrive(self, job_id: str | None = None, *, all: bool = False) -> list[str]:
         """Send dead-lettered jobs back to the queue with fresh attempts; return their ids.
 
-        Pass one ``job_id``, or ``all=True`` for every dead letter.
+        Pass one ``job_id``, or ``all=True`` for every dead letter. A
+        quarantined letter (foreign bytes dead-lettered as found, ``raw``)
+        holds no job to send back: ``all=True`` passes it by (logged), and
+        naming it raises ``DecodeError``; read it with ``pail dlq show``.
         """
         if (job_id is None) == (not all):
             raise ConfigurationError("redrive needs exactly one of job_id or all=True")
-        ids = [validate_job_id(job_id)] if job_id else self._list_ids(DLQ)
-        return [i for i in ids if self._redrive_one(i)]
+        if job_id is not None:
+            return [job_id] if self._redrive_one(validate_job_id(job_id), named=True) else []
+        return [i for i in self._list_ids(DLQ) if self._redrive_one(i, named=False)]
 
-    def _redrive_one(self, job_id: str) -> bool:
+    def _redrive_one(self, job_id: str, *, named: bool) -> bool:
         obj = self._store.get(self._keys.dlq(job_id))
         if obj is None:
-            if self.status(job_id) is None:
+            if named and self.status(job_id) is None:
                 raise JobNotFoundError(f"no dead-lettered job {job_id!r}")
             return False  # not (or no longer) dead-lettered: nothing to redrive
         try:
-            outcome = redrive.redrive(self._store, self._keys, job_id, obj, stats=self.write_stats)
-        except DecodeError as exc:
-            raise DecodeError(f"dead letter {job_id} is unreadable: {exc}") from exc
+            letter = DeadLetter.decode(obj.body, job_id)
+            if letter.quarantined:
+                raise DecodeError("it holds foreign bytes quarantined as found, not a job")
+            check_carried(letter.payload)  # pailq 0.1.1's letters may hold NaN
+        except (DecodeError, PayloadError) as exc:
+            if named:
+                raise DecodeError(
+                    f"dead letter {job_id} is unreadable as a job and cannot be redriven: {exc} "
+                    "(pail dlq show prints its bytes)"
+                ) from None
+            log.warning("redrive: passing by dead letter %s: %s", job_id, exc)
+            return False
+        outcome = redrive.redrive(self._store, self._keys, job_id, obj, stats=self.write_stats)
         if not outcome.done:
             log.info("job %s not redriven: %s", job_id, outcome.reason)
         return outcome.done
+
+
+MAX_PAGE_LIMIT = 10_000
+"""The most jobs one ``jobs()`` page may ask for (each may cost a GET)."""
+
+
+def _validate_job_timeout(job_timeout: float | None) -> None:
+    if job_timeout is not None:
+        validate_seconds("job_timeout", job_timeout, above_minimum=True)
 
 
 def build_client(

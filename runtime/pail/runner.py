@@ -56,7 +56,7 @@ from typing import Any
 
 from pail import config
 from pail.drain import StopReason, Tally, drain
-from pail.envparse import read_count, read_seconds
+from pail.envparse import parse_seconds, read_count, read_seconds
 from pail.errors import AccessDeniedError, BucketNotFoundError, ConfigurationError, PailError
 from pail.queue import Pail
 from pail.worker import Handler, Polling
@@ -381,18 +381,18 @@ def add_arguments(parser: argparse.ArgumentParser, *, once: bool) -> None:
     )
     parser.add_argument(
         "--time-budget",
-        type=float,
+        type=parse_seconds,
         help=f"claim no job after this many seconds (default: ${config.ENV_TIME_BUDGET})",
     )
     parser.add_argument(
         "--grace-period",
-        type=float,
+        type=parse_seconds,
         help="seconds a running job may go on after SIGTERM before its lease is released "
         f"(default: ${config.ENV_GRACE_PERIOD}, else {DEFAULT_GRACE_PERIOD:g})",
     )
     parser.add_argument(
         "--job-timeout",
-        type=float,
+        type=parse_seconds,
         help=f"fail a job whose handler runs longer (default: ${config.ENV_JOB_TIMEOUT}, else none)",
     )
     if once:
@@ -405,7 +405,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, once: bool) -> None:
     else:
         parser.add_argument(
             "--poll-interval",
-            type=float,
+            type=parse_seconds,
             default=20.0,
             help="the longest wait between two claims on an empty queue (default: 20)",
         )

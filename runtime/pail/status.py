@@ -18,8 +18,9 @@ from pail.codec import (
     Envelope,
     ErrorInfo,
     LeaseRecord,
+    check_carried,
 )
-from pail.errors import DecodeError
+from pail.errors import DecodeError, PayloadError
 from pail.ids import ulid_time
 from pail.keys import Keys
 from pail.protocol.redrive import stale_marker
@@ -80,6 +81,22 @@ def _enqueued_at(job_id: str, text: str | None) -> datetime | None:
     return ulid_time(job_id)
 
 
+def pending_error(envelope: Envelope) -> ErrorInfo | None:
+    """What a pending job's status shows as its error: why it cannot run, else its last error."""
+    try:
+        check_carried(envelope.payload)
+    except PayloadError as exc:
+        return ErrorInfo.from_exception(exc)  # the next claim quarantines it
+    return envelope.last_error
+
+
+def _count(text: str | None) -> int:
+    """An attempt count from object metadata; 0 when absent or not a count (another writer's)."""
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > 15:
+        return 0
+    return int(text)
+
+
 def read_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
     """The job's status, or None if no object of it exists (never enqueued, or expired)."""
     for _ in range(_ROUNDS):
@@ -107,7 +124,7 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
     if done is not None and outcome == OUTCOME_CANCELLED:
         return JobStatus(job_id, JobState.CANCELLED, 0, ulid_time(job_id), done.last_modified)
     if done is not None and outcome != OUTCOME_DEAD:
-        attempts = int(done.metadata.get(META_ATTEMPT, "0") or 0)
+        attempts = _count(done.metadata.get(META_ATTEMPT))
         return JobStatus(job_id, JobState.DONE, attempts, ulid_time(job_id), done.last_modified)
     pending = store.get(keys.queue(job_id))
     if pending is not None:
@@ -123,8 +140,15 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
     if dead is not None:
         try:
             letter = DeadLetter.decode(dead.body, job_id)
-        except DecodeError:
-            return JobStatus(job_id, JobState.FAILED, 0, ulid_time(job_id), dead.last_modified)
+        except DecodeError as exc:
+            return JobStatus(
+                job_id,
+                JobState.FAILED,
+                0,
+                ulid_time(job_id),
+                dead.last_modified,
+                ErrorInfo.from_exception(exc),
+            )
         return JobStatus(
             job_id,
             JobState.FAILED,
@@ -163,7 +187,7 @@ def _pending(
         envelope.attempts,
         _enqueued_at(job_id, envelope.enqueued_at),
         modified,
-        envelope.last_error,
+        pending_error(envelope),
     )
 
 
@@ -173,10 +197,12 @@ def _running(
     """A lease's status; None for a lease beside a dead marker it does not name (dying)."""
     try:
         record = LeaseRecord.decode(body, job_id)
-    except DecodeError:
+    except DecodeError as exc:
         if dead is not None:
             return None
-        return JobStatus(job_id, JobState.RUNNING, 0, ulid_time(job_id), modified)
+        # Foreign bytes under run/: the reaper quarantines them once they expire.
+        error = ErrorInfo.from_exception(exc)
+        return JobStatus(job_id, JobState.RUNNING, 0, ulid_time(job_id), modified, error)
     if dead is not None and not stale_marker(dead, record.redriven):
         return None  # the dead-letter is being written
     return JobStatus(

@@ -28,6 +28,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from pail.codec import OUTCOME_HEADER
+from pail.config import validate_seconds
+
 if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import CORSRuleTypeDef
 
@@ -36,6 +39,10 @@ if TYPE_CHECKING:
 LOOPBACK = "127.0.0.1"
 STATES: tuple[str, ...] = ("pending", "running", "done", "failed")
 """The keys of ``Pail.status_urls``, in the order the page reads them."""
+OPTIONAL_STATES: tuple[str, ...] = ("delayed",)
+"""Keys ``Pail.status_urls`` adds when they apply: a delayed job's entry while it waits."""
+EXPOSED_HEADERS: tuple[str, ...] = ("ETag", OUTCOME_HEADER)
+"""Response headers the page reads across origins: the outcome tells cancelled from dead."""
 
 PAGE_PATHS = frozenset({"/", "/index.html", "/status.html"})
 
@@ -64,8 +71,11 @@ def page_fragment(
     missing = [state for state in STATES if state not in urls]
     if missing:
         raise ValueError(f"status URLs are missing {', '.join(missing)}")
+    for name, seconds in (("interval", interval), ("max_interval", max_interval)):
+        if seconds is not None:
+            validate_seconds(name, seconds, above_minimum=True)
     params: list[tuple[str, str]] = [("id", job_id)]
-    params += [(state, urls[state]) for state in STATES]
+    params += [(state, urls[state]) for state in (*STATES, *OPTIONAL_STATES) if state in urls]
     if interval is not None:
         params.append(("interval", f"{interval:g}"))
     if max_interval is not None:
@@ -112,7 +122,7 @@ def cors_rule(origins: Iterable[str], *, max_age_seconds: int = 300) -> CORSRule
     return {
         "AllowedMethods": ["GET", "HEAD"],
         "AllowedOrigins": allowed,
-        "ExposeHeaders": ["ETag"],
+        "ExposeHeaders": list(EXPOSED_HEADERS),
         "MaxAgeSeconds": max_age_seconds,
     }
 

@@ -50,7 +50,8 @@ def test_given_jobs_when_stats_human_then_a_table_names_the_bucket_and_counts(
     assert result.exit_code == 0
     assert f"s3://{bucket}/" in result.stdout
     assert "pending" in result.stdout and "oldest pending" in result.stdout
-    assert "│       2 │       0 │    1 │      1 │" in result.stdout
+    # pending, delayed, running, done, failed, cancelled
+    assert "│       2 │       0 │       0 │    1 │      1 │         0 │" in result.stdout
 
 
 def test_given_watch_with_count_when_stats_json_then_one_json_line_per_refresh(

@@ -136,6 +136,52 @@ def test_given_a_job_that_always_fails_when_it_is_dead_lettered_then_the_page_sh
     screenshot(page, tmp_path / "failed.png")
 
 
+def test_given_a_cancelled_job_when_the_page_polls_then_it_shows_cancelled_and_stops(
+    connect: Callable[..., Pail], open_job: OpenJob, page: Page, tmp_path: Path
+) -> None:
+    # Hostile review, defect 9: it said "Failed; the dead letter is being written." forever.
+    pail = connect()
+    job_id = pail.enqueue({"report": "q4"})
+    open_job(pail, job_id)
+    expect_text(page, "#state", "pending")
+
+    assert pail.cancel(job_id) is True
+
+    expect_text(page, "#state", "cancelled")
+    expect_contains(page, "#headline", "Cancelled")
+    expect_text(page, "#step-end", "Cancelled")
+    expect_polling(page, "off")
+    screenshot(page, tmp_path / "cancelled.png")
+
+
+@pytest.mark.parametrize("how", ["delayed", "high"])
+def test_given_a_job_waiting_in_a_delayed_entry_when_the_page_polls_then_it_shows_pending(
+    connect: Callable[..., Pail], open_job: OpenJob, page: Page, tmp_path: Path, how: str
+) -> None:
+    # Hostile review, defect 9: all four links answered 404, the page said "Unknown" and stopped.
+    pail = connect()
+    if how == "delayed":
+        job_id = pail.enqueue({"report": "later"}, delay=3600)
+    else:
+        job_id = pail.enqueue({"report": "urgent"}, priority="high")
+    open_job(pail, job_id)
+
+    expect_text(page, "#state", "pending")
+    if how == "delayed":
+        expect_contains(page, "#headline", "Scheduled: not before")
+        expect_contains(page, "#facts", "Not before")
+    else:
+        expect_contains(page, "#headline", "High priority")
+    expect_polling(page, "on")
+    screenshot(page, tmp_path / f"{how}.png")
+    status = pail.status(job_id)
+    assert status is not None and status.state is JobState.PENDING
+    if how == "high":  # promoted and run: the page follows it to the end
+        assert pail.work_once(lambda p: {"done": p["report"]})
+        expect_text(page, "#state", "done")
+        expect_contains(page, "#result", '"done": "urgent"')
+
+
 def _refused(url: str) -> int | None:
     """The HTTP status if the server refuses ``url``, else None."""
     try:

@@ -113,3 +113,36 @@ def test_given_jobs_enqueued_by_pail_when_pailq_works_then_pail_reads_the_result
     status = pail.status(ids[0])
     assert status is not None and status.state is JobState.DONE
     assert pail.stats().pending == 0 and pail.stats().running == 0
+
+
+def test_given_pailq_enqueues_a_nan_payload_when_pail_works_then_it_is_dead_lettered_and_the_next_job_runs(
+    original_python: Path, s3_server: LocalS3, bucket: str, pail: Pail
+) -> None:
+    # pailq 0.1.1 writes NaN as a bare word (Python's json default): valid input,
+    # but pail writes strict JSON only, so it cannot lease the job (docs/protocol.md,
+    # "Foreign bytes"). It must neither run nor block the job behind it.
+    nan_id, good_id = _original(
+        original_python,
+        s3_server,
+        bucket,
+        action="enqueue",
+        payloads=[{"n": float("nan")}, {"n": 2}],
+    )
+    status = pail.status(nan_id)
+    assert status is not None and status.state is JobState.PENDING
+    assert status.error is not None and "NaN" in status.error.message  # says why it will not run
+
+    seen: list[Any] = []
+
+    def double(payload: Any) -> Any:
+        seen.append(payload)
+        return {"doubled": payload["n"] * 2}
+
+    while pail.work_once(double):
+        pass
+
+    assert seen == [{"n": 2}]
+    assert pail.result(good_id) == {"doubled": 4}
+    [letter] = pail.dead_letters()
+    assert letter.job_id == nan_id and letter.raw is not None and "NaN" in letter.raw
+    assert letter.error is not None and letter.error.type == "PayloadError"

@@ -155,7 +155,7 @@ def test_given_default_queue_when_synthesised_then_cors_allows_browsers_to_get_r
                         "Id": "pail-_default-results",
                         "AllowedMethods": ["GET", "HEAD"],
                         "AllowedOrigins": ["*"],
-                        "ExposedHeaders": ["ETag"],
+                        "ExposedHeaders": ["ETag", "x-amz-meta-pail-outcome"],
                         "MaxAge": 300,
                     }
                 ]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
@@ -33,6 +33,7 @@ from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.store.base import StoredObject
 from tests.simulation import actors
+from tests.simulation.hostile import Foreign, extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
 from tests.simulation.scheduler import Actor, Process, Scheduler
 from tests.simulation.sim_store import FaultRates, Latency, SimStore
@@ -238,8 +239,17 @@ class Outcome:
 class World:
     """Everything one run shares: scheduler, store, ledger, chaos. Also the store's observer."""
 
-    def __init__(self, config: SimConfig, model: Model = PAIL, *, full_trace: bool = False) -> None:
+    def __init__(
+        self,
+        config: SimConfig,
+        model: Model = PAIL,
+        *,
+        full_trace: bool = False,
+        extras: Sequence[Foreign] = (),
+    ) -> None:
         self.config = config
+        self.extras = list(extras)
+        """Foreign writers and readers of the run (``tests/simulation/hostile.py``)."""
         self.full_trace = full_trace
         self.model = model
         self.rng = random.Random(config.seed)
@@ -430,6 +440,7 @@ class World:
             and self.ledger.terminal == self.ledger.enqueued
             and self.ledger.open_executions == 0
             and self.scheduler.now >= self.last_stall_end
+            and all(extra.quiet(self) for extra in self.extras)
             and not self._redrives_due()
         )
 
@@ -492,6 +503,8 @@ class World:
             self.start("redriver")
         if config.cancel_share and self.model.rules is Rules.PAIL:
             self.start("canceller")
+        for extra in self.extras:
+            extra.start(self)
         scheduler.run(self.quiet, max_steps=MAX_STEPS, until=config.chaos_duration)
         self.chaos_on = False
         self.store.faults_enabled = False
@@ -504,6 +517,8 @@ class World:
             if self.quiet() or scheduler.now >= limit or scheduler.steps >= MAX_STEPS:
                 break
         self.ledger.check_quiescent()
+        for extra in self.extras:
+            extra.check(self)
         scheduler.shutdown()
         violations = self.ledger.violations
         jobs = {v.job_id for v in violations}
@@ -536,14 +551,22 @@ def model_named(name: str) -> Model:
 
 
 def run_seed(
-    seed: int, model: Model = PAIL, *, chaos: bool = True, full_trace: bool = False
+    seed: int,
+    model: Model = PAIL,
+    *,
+    chaos: bool = True,
+    full_trace: bool = False,
+    hostile: bool = False,
 ) -> Outcome:
     """Simulate the run of ``seed`` and check every invariant; see the module docstring.
 
     The outcome's trace holds the events of the jobs involved in a failure
-    (every event with ``full_trace``).
+    (every event with ``full_trace``). With ``hostile``, foreign writers
+    drawn from the seed join the run (``tests/simulation/hostile.py``).
 
     >>> run_seed(1).failed
     False
     """
-    return World(SimConfig.for_seed(seed, chaos=chaos), model, full_trace=full_trace).run()
+    extras = extras_for(seed) if hostile and model is PAIL else []
+    config = SimConfig.for_seed(seed, chaos=chaos)
+    return World(config, model, full_trace=full_trace, extras=extras).run()

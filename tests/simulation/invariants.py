@@ -86,6 +86,8 @@ class Kind(StrEnum):
     ``done/`` check closes this (regression seed 1603); it is told apart from
     the other reruns because its cause lies outside the workers.
     """
+    FOREIGN = "foreign-bytes"
+    """A foreign object was not quarantined, passed by or left alone as the rule says (``hostile``)."""
 
 
 class Rules(StrEnum):
@@ -486,6 +488,10 @@ class Ledger:
     def _first_attempt(self, obj: StoredObject) -> bool:
         data = _json(obj.body)
         return _int(data.get("attempts", 0)) == 0 and not data.get("redriven")
+
+    def violate(self, kind: Kind, job_id: str, detail: str) -> None:
+        """Record a violation found outside the ledger (``tests/simulation/hostile.py``)."""
+        self._violate(kind, job_id, detail)
 
     def _violate(self, kind: Kind, job_id: str, detail: str) -> None:
         job = self.jobs.get(job_id)

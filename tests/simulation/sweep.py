@@ -63,11 +63,11 @@ class Sweep:
         )
 
 
-def _chunk(seeds: Sequence[int], model: str, chaos: bool) -> Sweep:
+def _chunk(seeds: Sequence[int], model: str, chaos: bool, hostile: bool = False) -> Sweep:
     result = Sweep()
     chosen = model_named(model)
     for seed in seeds:
-        outcome = run_seed(seed, chosen, chaos=chaos)
+        outcome = run_seed(seed, chosen, chaos=chaos, hostile=hostile)
         result.seeds += 1
         result.counts += outcome.counts
         result.faults += outcome.faults
@@ -83,8 +83,17 @@ def _chunks(seeds: range) -> Iterator[range]:
         yield range(start, min(start + CHUNK, seeds.stop))
 
 
-def sweep(seeds: range, *, model: str = "pail", chaos: bool = True, processes: int = 2) -> Sweep:
+def sweep(
+    seeds: range,
+    *,
+    model: str = "pail",
+    chaos: bool = True,
+    processes: int = 2,
+    hostile: bool = False,
+) -> Sweep:
     """Simulate every seed in ``seeds`` on ``processes`` processes; see ``Sweep``.
+
+    ``hostile`` adds the foreign writers of ``tests/simulation/hostile.py``.
 
     >>> sweep(range(3), processes=1).failed_seeds
     []
@@ -93,12 +102,14 @@ def sweep(seeds: range, *, model: str = "pail", chaos: bool = True, processes: i
     total = Sweep()
     if processes <= 1:
         for chunk in _chunks(seeds):
-            total.add(_chunk(chunk, model, chaos))
+            total.add(_chunk(chunk, model, chaos, hostile))
     else:
         # spawn, not fork: the caller (pytest) may have threads running.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(processes, mp_context=context) as pool:
-            futures = [pool.submit(_chunk, chunk, model, chaos) for chunk in _chunks(seeds)]
+            futures = [
+                pool.submit(_chunk, chunk, model, chaos, hostile) for chunk in _chunks(seeds)
+            ]
             for future in futures:
                 total.add(future.result())
     total.failed_seeds.sort()

@@ -19,12 +19,14 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from pail.cli.params import Seconds
 from pail.config import (
     ENV_BUCKET,
     ENV_ENDPOINT_URL,
     ENV_MAX_RETRIES,
     ENV_QUEUE,
     ENV_VISIBILITY_TIMEOUT,
+    MAX_VISIBILITY_TIMEOUT,
     Settings,
     parse_max_retries,
 )
@@ -126,7 +128,7 @@ def global_options[F: Callable[..., Any]](func: F) -> F:
         ),
         _option(
             "--visibility-timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=Seconds(maximum=MAX_VISIBILITY_TIMEOUT, above_minimum=True),
             metavar="SECONDS",
             help=f"Lease length; give `reap` your workers' value [env {ENV_VISIBILITY_TIMEOUT}; default 30].",
         ),

@@ -8,6 +8,7 @@ import click
 
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.exit_codes import CommandError
+from pail.cli.params import Seconds
 
 
 @click.command()
@@ -20,7 +21,7 @@ from pail.cli.exit_codes import CommandError
 )
 @click.option(
     "--interval",
-    type=click.FloatRange(min=2.0),
+    type=Seconds(minimum=2.0),
     default=10.0,
     show_default=True,
     metavar="SECONDS",

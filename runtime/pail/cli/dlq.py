@@ -38,7 +38,11 @@ def letter_json(letter: DeadLetter) -> dict[str, Any]:
 
 
 def read_letter(pail: Pail, job_id: str) -> DeadLetter:
-    """The dead letter of ``job_id``, or a not-found error."""
+    """The dead letter of ``job_id``, or a not-found error.
+
+    A ``dlq/`` object that is not a dead letter shows as a quarantined one:
+    its raw bytes, and why it could not be read.
+    """
     obj = pail.store.get(pail.keys.dlq(validate_job_id(job_id)))
     if obj is None:
         raise CommandError(
@@ -48,7 +52,7 @@ def read_letter(pail: Pail, job_id: str) -> DeadLetter:
     try:
         return DeadLetter.decode(obj.body, job_id)
     except DecodeError as exc:
-        raise CommandError(f"dead letter {job_id} is unreadable: {exc}") from exc
+        return DeadLetter.unreadable(job_id, obj.body, exc)
 
 
 @click.group()
@@ -103,11 +107,13 @@ def render_letter(out: Output, letter: DeadLetter, bucket: str) -> None:
         rows.append(("error", f"[red]{escape(str(letter.error))}[/]"))
     if letter.raw is not None:
         rows.append(("raw object", escape(compact(letter.raw, 400))))
+        rows.append(("note", "foreign bytes, quarantined as found: not a job to redrive"))
     out.key_values(rows)
     if letter.error is not None and letter.error.traceback:
         out.print()
         out.line(letter.error.traceback.rstrip())
-    out.note(f"retry it: pail dlq redrive {bucket} {letter.job_id}")
+    if not letter.quarantined:
+        out.note(f"retry it: pail dlq redrive {bucket} {letter.job_id}")
 
 
 @dlq.command()

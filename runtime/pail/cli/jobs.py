@@ -13,6 +13,8 @@ from rich.markup import escape
 
 from pail.cli.context import checked_id, global_options, options, split_bucket
 from pail.cli.exit_codes import CommandError, ExitCode
+from pail.cli.params import Seconds
+from pail.config import MAX_DELAY
 from pail.output import Output, compact, state_text, when
 from pail.queue import Pail
 from pail.status import JobState, JobStatus
@@ -44,7 +46,7 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
     for number, chunk in chunks:
         try:
             payloads.append(json.loads(chunk))
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # not JSON, the digit limit, too deep
             where = f"{origin}, line {number}" if lines else origin
             raise CommandError(
                 f"payload ({where}) is not valid JSON: {exc}", ExitCode.USAGE
@@ -65,7 +67,7 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
 )
 @click.option(
     "--delay",
-    type=click.FloatRange(min=0),
+    type=Seconds(maximum=MAX_DELAY),
     default=None,
     metavar="SECONDS",
     help="Not claimable for this many seconds.",
@@ -256,13 +258,13 @@ def fetch_result(
 @click.option("--wait", is_flag=True, help="Wait until the job is done (or dead-lettered).")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     metavar="SECONDS",
     help="With --wait: give up after this long (exit 4). Default: wait forever.",
 )
 @click.option(
     "--poll-interval",
-    type=click.FloatRange(min=0.01),
+    type=Seconds(minimum=0.01),
     default=2.0,
     show_default=True,
     metavar="SECONDS",

@@ -9,6 +9,7 @@ import click
 
 from pail.cli.context import global_options, options
 from pail.cli.exit_codes import CommandError, ExitCode
+from pail.cli.params import Seconds
 from pail.config import ENV_ENDPOINT_URL
 from pail.local import ACCESS_KEY, LOOPBACK, REGION, SECRET_KEY
 
@@ -116,7 +117,7 @@ def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -
 @click.option(
     "--lease",
     "visibility_timeout",
-    type=click.FloatRange(min=1.0, max=30.0),
+    type=Seconds(minimum=1.0, maximum=30.0),
     default=3.0,
     show_default=True,
     metavar="SECONDS",

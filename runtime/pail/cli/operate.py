@@ -14,9 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
+from pail.cli.params import Seconds
 from pail.output import Output, age, to_json_text
 from pail.protocol.reaper import ReapReport
-from pail.queue import Pail, Stats
+from pail.queue import Pail
+from pail.stats import Stats
 
 
 def stats_table(
@@ -27,13 +29,22 @@ def stats_table(
     table = Table(title=f"{where}  ({pail.mode.value})", title_justify="left")
     for name, style in (
         ("pending", "yellow"),
+        ("delayed", "yellow"),
         ("running", "cyan"),
         ("done", "green"),
         ("failed", "red"),
+        ("cancelled", "magenta"),
     ):
         table.add_column(name, justify="right", style=style)
     table.add_column("oldest pending", justify="right")
-    cells = [str(stats.pending), str(stats.running), str(stats.done), str(stats.failed)]
+    cells = [
+        str(stats.pending),
+        str(stats.delayed),
+        str(stats.running),
+        str(stats.done),
+        str(stats.failed),
+        str(stats.cancelled),
+    ]
     cells.append(age(stats.oldest_pending) if stats.oldest_pending else "-")
     if with_rate:
         table.add_column("done/s", justify="right")
@@ -46,7 +57,8 @@ def stats_line(stats: Stats, rate: float | None = None) -> str:
     """The queue's counts as one plain line, for logs and pipes."""
     line = (
         f"pending={stats.pending} running={stats.running} done={stats.done} "
-        f"failed={stats.failed} oldest_pending={age(stats.oldest_pending)}"
+        f"failed={stats.failed} delayed={stats.delayed} cancelled={stats.cancelled} "
+        f"oldest_pending={age(stats.oldest_pending)}"
     )
     return line if rate is None else f"{line} done_per_s={rate:.1f}"
 
@@ -106,7 +118,7 @@ def watch(
 @click.option("--watch", "watching", is_flag=True, help="Refresh until Ctrl-C.")
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.1),
+    type=Seconds(minimum=0.1),
     default=2.0,
     show_default=True,
     metavar="SECONDS",
@@ -124,6 +136,9 @@ def stats(
     ctx: click.Context, bucket: str | None, watching: bool, interval: float, count: int | None
 ) -> None:
     """Count the jobs in each state, and the age of the oldest pending job.
+
+    "delayed" counts the pending jobs whose due time is still to come;
+    "done" counts successes (cancelled jobs have their own column).
 
     With --watch it refreshes in place on a terminal, prints one line per
     refresh when piped, and one JSON object per refresh with --json.
@@ -153,6 +168,8 @@ def render_reap(out: Output, report: ReapReport) -> None:
             ("expired", str(report.expired)),
             ("requeued", str(report.requeued)),
             ("dead-lettered", str(report.dead_lettered)),
+            ("quarantined", str(report.quarantined)),
+            ("skipped", str(report.skipped)),
             ("cleaned up", str(report.cleaned)),
             ("renewed meanwhile", str(report.renewed)),
             ("pass", verdict),
@@ -162,13 +179,15 @@ def render_reap(out: Output, report: ReapReport) -> None:
         out.line(f"requeued       {job_id}")
     for job_id in report.dead_lettered_ids:
         out.line(f"dead-lettered  {job_id}")
+    for job_id in report.quarantined_ids:
+        out.line(f"quarantined    {job_id}")
 
 
 @click.command()
 @bucket_argument
 @click.option(
     "--every",
-    type=click.FloatRange(min=0.1),
+    type=Seconds(minimum=0.1),
     metavar="SECONDS",
     help="Keep reaping at this interval until Ctrl-C (a local stand-in for the scheduled reaper).",
 )

@@ -20,6 +20,7 @@ import click
 from pail import config, runner
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.exit_codes import CommandError
+from pail.cli.params import Seconds
 from pail.envparse import read_count, read_seconds
 from pail.errors import AccessDeniedError, BucketNotFoundError, ConfigurationError, PailError
 from pail.output import to_json_text
@@ -51,20 +52,20 @@ def _worker_options[F: Callable[..., Any]](func: F) -> F:
         ),
         click.option(
             "--time-budget",
-            type=click.FloatRange(min=0),
+            type=Seconds(),
             metavar="SECONDS",
             help=f"Claim no job after this long [env {config.ENV_TIME_BUDGET}].",
         ),
         click.option(
             "--grace-period",
-            type=click.FloatRange(min=0),
+            type=Seconds(),
             metavar="SECONDS",
             help="After SIGTERM, how long a running job may go on before its lease is given "
             f"back [env {config.ENV_GRACE_PERIOD}; default {runner.DEFAULT_GRACE_PERIOD:g}].",
         ),
         click.option(
             "--job-timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=Seconds(above_minimum=True),
             metavar="SECONDS",
             help=f"Fail an attempt whose handler runs longer [env {config.ENV_JOB_TIMEOUT}].",
         ),
@@ -147,7 +148,7 @@ def _run(
 @_worker_options
 @click.option(
     "--poll-interval",
-    type=click.FloatRange(min=0.1),
+    type=Seconds(minimum=0.1),
     default=20.0,
     show_default=True,
     metavar="SECONDS",

@@ -12,9 +12,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from pail.config import validate_count
 from pail.errors import ConfigurationError, EnqueueUnknownError, PailError
 
 DEFAULT_MAX_WORKERS = 16
+MAX_WORKERS = 256
+"""Threads one batch may use: more only queues up on the HTTP connection pool."""
 
 
 class BatchEnqueueError(PailError):
@@ -73,8 +76,7 @@ def enqueue_many(
     ``BatchEnqueueError`` lists them (with the ids of those that succeeded,
     and the ids of those whose outcome is unknown).
     """
-    if max_workers < 1:
-        raise ConfigurationError(f"max_workers must be at least 1, got {max_workers}")
+    validate_count("max_workers", max_workers, minimum=1, maximum=MAX_WORKERS)
     items = list(payloads)
     if len(ids) != len(items):
         raise ConfigurationError(f"{len(ids)} ids for {len(items)} payloads")

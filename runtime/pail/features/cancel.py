@@ -29,9 +29,10 @@ from pail.codec import (
     OUTCOME_SUCCEEDED,
     Envelope,
     LeaseRecord,
+    check_carried,
     marker_body,
 )
-from pail.errors import DecodeError, JobNotFoundError
+from pail.errors import DecodeError, JobNotFoundError, PayloadError
 from pail.features import delay
 from pail.ids import new_token
 from pail.keys import Keys
@@ -94,8 +95,9 @@ def cancel_entry(
     etag = pending.etag
     try:
         envelope = Envelope.decode(pending.body)
-    except DecodeError:
-        envelope = None  # garbage: nothing can run it, just end it
+        check_carried(envelope.payload)
+    except (DecodeError, PayloadError):
+        envelope = None  # foreign bytes: nothing can run them, just end the job
     if envelope is not None and not envelope.cancelled:
         marked = replace(envelope, cancelled=True, write=new_token())
         won = put_conditional(

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pail import jsonsafe
 from pail.codec import Envelope, dumps
-from pail.errors import ConfigurationError, DecodeError
+from pail.config import validate_due
+from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.features import delay
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys
@@ -62,7 +64,14 @@ def digest(key: str) -> str:
     """
     if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
         raise ConfigurationError(f"a dedup key is a string of 1-{MAX_KEY_LENGTH} characters")
-    return hashlib.sha256(key.encode()).hexdigest()
+    try:
+        encoded = key.encode()
+    except UnicodeEncodeError as exc:
+        # A lone surrogate: what invalid UTF-8 in a shell argument becomes in Python.
+        raise ConfigurationError(
+            f"dedup key {key!r} is not valid UTF-8 text (at character {exc.start})"
+        ) from None
+    return hashlib.sha256(encoded).hexdigest()
 
 
 def enqueue_keyed(
@@ -79,6 +88,7 @@ def enqueue_keyed(
     With ``due``, the entry is a delayed one (``pail.features.delay``).
     """
     record_key = keys.dedup(digest(key))
+    jsonsafe.check_value(payload, "payload")
     job_id = new_job_id()
     envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
     token = new_token()
@@ -140,11 +150,16 @@ def _write_entry(
 
 
 def _decode(body: bytes) -> tuple[str, Envelope, datetime | None]:
+    """A key record's job id, envelope and due time, or ``DecodeError`` for any other bytes."""
     try:
-        data = json.loads(body)
-        job_id = validate_job_id(str(data["id"]))
-        envelope = Envelope.decode(dumps(data["envelope"]))
-        due = datetime.fromisoformat(data["due"]) if data.get("due") else None
-    except (ValueError, KeyError, TypeError, DecodeError, ConfigurationError) as exc:
-        raise DecodeError(f"dedup key record is unreadable: {exc}") from exc
+        data = jsonsafe.loads(body, "dedup key record")
+        if not isinstance(data, dict):
+            raise DecodeError("it is not a JSON object")
+        job_id = validate_job_id(data.get("id"))  # type: ignore[arg-type]
+        envelope = Envelope.from_json(data.get("envelope"))
+        jsonsafe.check_value(envelope.payload, "payload")
+        due_text = data.get("due")
+        due = validate_due(datetime.fromisoformat(due_text), "due") if due_text else None
+    except (DecodeError, ConfigurationError, PayloadError, ValueError, TypeError) as exc:
+        raise DecodeError(f"dedup key record is unreadable: {exc}") from None
     return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at), due

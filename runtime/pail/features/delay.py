@@ -33,18 +33,21 @@ import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from pail.codec import Envelope
-from pail.errors import ConfigurationError, DecodeError
+from pail.codec import Envelope, ErrorInfo
+from pail.config import validate_delay, validate_due
+from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.status import JobState, JobStatus
+from pail.status import JobState, JobStatus, pending_error
 from pail.store.base import ListPage, ObjectInfo, Store
 
 log = logging.getLogger("pail")
 
 MARK = "!"
 WIDTH = 13
+SHAPE = f"queue/{MARK}{{13-digit due time in ms}}-{{job id}}"
+"""How a delayed entry's key reads, for error messages."""
 AFTER_DELAYED = MARK + "~"
 """Sorts after every delayed key and before every job id: where a listing skips them."""
 MAX_PROMOTIONS_PER_REFILL = 16
@@ -84,13 +87,12 @@ def due_time(
     if delay is not None and not_before is not None:
         raise ConfigurationError("give delay or not_before, not both")
     if delay is not None:
-        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
-        if seconds < 0:
-            raise ConfigurationError(f"delay must be >= 0 seconds, got {seconds}")
-        return now + timedelta(seconds=seconds) if seconds > 0 else None
+        seconds = validate_delay(delay)
+        if seconds == 0:
+            return None
+        return validate_due(now + timedelta(seconds=seconds), "now + delay")
     if not_before is not None:
-        if not_before.tzinfo is None:
-            raise ConfigurationError("not_before must be timezone-aware (e.g. tzinfo=UTC)")
+        validate_due(not_before)
         # Never compared with the producer's clock: a fast one would make a
         # future time look past and the job claimable early.
         return max(not_before, EPOCH)
@@ -113,8 +115,10 @@ def parse(keys: Keys, key: str) -> tuple[int, str] | None:
     if not rest.startswith(MARK):
         return None
     millis, _, job_id = rest[1:].partition("-")
-    if len(millis) != WIDTH or not millis.isdigit() or not job_id:
+    if len(millis) != WIDTH or not millis.isdigit() or not job_id or "/" in job_id:
         return None
+    if not millis.isascii():
+        return None  # isdigit() also says yes to other scripts' digits
     return int(millis), job_id
 
 
@@ -165,8 +169,8 @@ def promote(
         # A fresh write token: the promoted entry's bytes (and ETag) are its own.
         fresh = replace(Envelope.decode(entry.body), write=new_token())
         body, token = fresh.encode(), fresh.write
-    except DecodeError:
-        body, token = entry.body, new_token()  # garbage: the claim dead-letters it
+    except (DecodeError, PayloadError):
+        body, token = entry.body, new_token()  # foreign bytes: the claim quarantines them
     target = keys.queue(job_id)
     put_conditional(store, target, body, token, if_none_match=True, stats=stats, reason="promote")
     # 412 above: the job is pending already (an earlier promotion that died
@@ -199,8 +203,11 @@ def read_delayed_status(store: Store, keys: Keys, job_id: str) -> JobStatus | No
         return None
     try:
         envelope = Envelope.decode(entry.body)
-    except DecodeError:
-        return JobStatus(job_id, JobState.PENDING, 0, None, entry.last_modified)
+    except DecodeError as exc:
+        # Foreign bytes: a claim quarantines them once they are due.
+        error = ErrorInfo.from_exception(exc)
+        return JobStatus(job_id, JobState.PENDING, 0, None, entry.last_modified, error)
+    # Decoding checked that enqueued_at is an ISO 8601 time.
     enqueued = datetime.fromisoformat(envelope.enqueued_at) if envelope.enqueued_at else None
     return JobStatus(
         job_id,
@@ -208,5 +215,5 @@ def read_delayed_status(store: Store, keys: Keys, job_id: str) -> JobStatus | No
         envelope.attempts,
         enqueued,
         entry.last_modified,
-        envelope.last_error,
+        pending_error(envelope),
     )

@@ -10,9 +10,14 @@ server's clock like any expiry (``docs/protocol.md``, "Retry backoff").
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 
+from pail.config import MAX_RETRY_DELAY, validate_count, validate_seconds
 from pail.errors import ConfigurationError
+
+MAX_FACTOR = 100.0
+"""The largest growth between two retries' waits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +42,23 @@ class RetryPolicy:
     jitter: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.base < 0 or self.max_delay < 0:
-            raise ConfigurationError("retry delays must be >= 0 seconds")
-        if self.factor < 1:
-            raise ConfigurationError(f"backoff factor must be >= 1, got {self.factor}")
-        if not 0 <= self.jitter <= 1:
-            raise ConfigurationError(f"jitter must be between 0 and 1, got {self.jitter}")
+        # Checked here, once: delay() then never meets a value it cannot compute.
+        validate_seconds("retry base delay", self.base, maximum=MAX_RETRY_DELAY)
+        validate_seconds("retry max_delay", self.max_delay, maximum=MAX_RETRY_DELAY)
+        if (
+            isinstance(self.factor, bool)
+            or not isinstance(self.factor, int | float)
+            or not (1 <= self.factor <= MAX_FACTOR)
+        ):
+            raise ConfigurationError(
+                f"backoff factor must be from 1 to {MAX_FACTOR}, got {self.factor!r}"
+            )
+        if (
+            isinstance(self.jitter, bool)
+            or not isinstance(self.jitter, int | float)
+            or not (0 <= self.jitter <= 1)
+        ):
+            raise ConfigurationError(f"jitter must be between 0 and 1, got {self.jitter!r}")
 
     @classmethod
     def immediate(cls) -> RetryPolicy:
@@ -62,12 +78,27 @@ class RetryPolicy:
         return cls(base=base, factor=factor, max_delay=max_delay, jitter=jitter)
 
     def delay(self, attempt: int, job_id: str = "") -> float:
-        """Seconds to wait after failed attempt ``attempt`` (1-based) of ``job_id``."""
+        """Seconds to wait after failed attempt ``attempt`` (1-based) of ``job_id``.
+
+        Never more than ``max_delay``, however large ``attempt`` (no overflow).
+        """
+        validate_count("attempt", attempt)
         if self.base <= 0:
             return 0.0
-        raw = min(self.max_delay, self.base * self.factor ** max(0, attempt - 1))
+        raw = min(self.max_delay, self._grown(max(0, attempt - 1)))
         if not self.jitter:
             return float(raw)
-        digest = hashlib.sha256(f"{job_id}:{attempt}".encode()).digest()
+        digest = hashlib.sha256(f"{job_id}:{attempt}".encode(errors="replace")).digest()
         unit = int.from_bytes(digest[:8], "big") / 2**64
         return float(raw * (1 - self.jitter * unit))
+
+    def _grown(self, steps: int) -> float:
+        """``base * factor ** steps``, or ``max_delay`` once that is surely past it."""
+        if self.factor == 1 or self.max_delay <= self.base:
+            return float(self.base)
+        # Compare in logarithms: factor ** steps overflows a float long before
+        # steps runs out (1026 steps of 2 do).
+        room = math.log(self.max_delay / self.base) / math.log(self.factor)
+        if steps >= room:
+            return float(self.max_delay)
+        return float(self.base * self.factor**steps)

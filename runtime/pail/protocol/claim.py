@@ -39,16 +39,32 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
    unique, so the ETag names our write alone), and leaves a whole lease to
    run on; a 412 means it was taken over: the job is not ours. A claim
    without a stall pays nothing for this.
+
+Foreign bytes under ``queue/`` (an entry that is not a pending job pail can
+run: not JSON, wrong types, too deep, or a payload with ``NaN`` as pailq
+0.1.1 writes it) are quarantined on the claim's way: dead-lettered with
+their raw bytes and the reason, under a lease like any dead-letter. That is
+not a miss (nobody else took the job), so the claim goes on to the next
+candidate without widening its spread; a worker behind any number of them
+still reaches the good jobs. Keys that name no job (the console's zero-byte
+"folders", nested keys) are passed by.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from typing import Literal
 
 from pail.clock import Clock
-from pail.codec import DYING, Envelope, ErrorInfo, LeaseRecord
-from pail.errors import ConditionFailedError, DecodeError, LeaseLostError
+from pail.codec import DYING, Envelope, ErrorInfo, LeaseRecord, check_carried, raw_text
+from pail.errors import (
+    ConditionFailedError,
+    DecodeError,
+    LeaseLostError,
+    PailError,
+    PayloadError,
+)
 from pail.features import cancel, delay
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
@@ -68,6 +84,18 @@ START_SHARE = 2 / 3
 """A handler starts only with this share of its lease surely ahead (the heartbeat's first
 renewal comes a third of a lease later); a claim that took longer renews first (step 5)."""
 PROOF_RENEWALS = 3
+
+MAX_FOREIGN_PAGES = 10
+"""Pages of keys that name no job one refill reads past before it calls the queue empty."""
+MAX_QUARANTINES_PER_CLAIM = 10_000
+"""Foreign entries one claim may dead-letter on its way: each is gone after, so it ends."""
+
+Skip = Literal["miss", "cleared"]
+"""Why a candidate gave no lease."""
+MISS: Skip = "miss"
+"""The candidate was not ours: another worker took it, or it was not a job to run."""
+CLEARED: Skip = "cleared"
+"""The candidate was foreign bytes, now quarantined: progress, not contention."""
 
 
 class Claimer:
@@ -104,8 +132,8 @@ class Claimer:
 
     def claim(self) -> Lease | None:
         """Claim one pending job, or return None if the queue looks empty."""
-        lists = 0
-        for _ in range(MAX_CANDIDATES_PER_CLAIM):
+        lists = misses = cleared = 0
+        while misses < MAX_CANDIDATES_PER_CLAIM and cleared < MAX_QUARANTINES_PER_CLAIM:
             if self._clock.monotonic() - self._listed_at > self._timeout:
                 self.forget()  # an old page is mostly jobs others took since
             if self._cursor >= len(self._cache):
@@ -117,12 +145,17 @@ class Claimer:
                     return None
             key = self._cache[self._cursor]
             self._cursor += 1
-            lease = self._try(key)
-            if lease is not None:
+            outcome = self._try(key)
+            if isinstance(outcome, Lease):
                 self._clean, self._misses = self._clean + 1, 0
                 if self._clean >= CLEAN_CLAIMS_BEFORE_NARROWING:
                     self._spread, self._clean = max(1, self._spread // 2), 0
-                return lease
+                return outcome
+            if outcome == CLEARED:
+                cleared += 1
+                lists = 0  # a page of foreign entries is progress: list again after it
+                continue
+            misses += 1
             self._missed()
         return None
 
@@ -151,27 +184,46 @@ class Claimer:
         self._cache, self._cursor = [], 0
 
     def _refill(self) -> None:
-        page = self._store.list(self._keys.prefix(QUEUE), max_keys=self._page_size)
-        self.lists += 1
-        # Delayed entries sort first: promote the due ones, skip the rest (no
-        # request at all when there are none).
-        self._cache, extra_lists = delay.claimable_keys(
-            self._store, self._keys, page, page_size=self._page_size, stats=self._stats
-        )
-        self.lists += extra_lists
+        token = self._list_into_cache(None)
+        # A page of keys that name no job (console folders, someone's nested
+        # files) must not hide the jobs behind it: read on, a bounded number
+        # of pages. Costs nothing while a page holds a job.
+        for _ in range(MAX_FOREIGN_PAGES):
+            if self._cache or token is None:
+                break
+            token = self._list_into_cache(token)
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
         self._listed_at = self._clock.monotonic()
 
-    def _try(self, key: str) -> Lease | None:
+    def _list_into_cache(self, continuation: str | None) -> str | None:
+        """List one page into the cache (the keys a claim may walk); the next page's token."""
+        page = self._store.list(
+            self._keys.prefix(QUEUE), max_keys=self._page_size, continuation=continuation
+        )
+        self.lists += 1
+        # Delayed entries sort first: promote the due ones, skip the rest (no
+        # request at all when there are none).
+        keys, extra_lists = delay.claimable_keys(
+            self._store, self._keys, page, page_size=self._page_size, stats=self._stats
+        )
+        self.lists += extra_lists
+        self._cache = [key for key in keys if self._keys.entry_id(key, QUEUE) is not None]
+        return page.next_token
+
+    def _try(self, key: str) -> Lease | Skip:
         job_id = self._keys.job_id(key)
         pending = self._store.get(key)
         if pending is None:
-            return None
+            return MISS
         try:
+            if job_id.startswith(delay.MARK):
+                raise DecodeError(
+                    f"key {key!r} is not a pail key (a delayed entry is {delay.SHAPE})"
+                )
             envelope = Envelope.decode(pending.body)
-        except DecodeError as exc:
-            self._dead_letter_garbage(job_id, pending, exc)
-            return None
+            check_carried(envelope.payload)
+        except (DecodeError, PayloadError) as exc:
+            return self._quarantine(job_id, pending, exc)
         if envelope.cancelled:
             # A cancellation past its commit point: finish it, never run the job.
             cancel.finish_pending(
@@ -182,7 +234,7 @@ class Claimer:
                 life=envelope.redriven,
                 stats=self._stats,
             )
-            return None
+            return MISS
         record = LeaseRecord(
             job_id=job_id,
             payload=envelope.payload,
@@ -193,18 +245,22 @@ class Claimer:
             error=envelope.last_error,
             redriven=envelope.redriven,
         )
+        try:
+            body = record.encode()
+        except PayloadError as exc:  # cannot happen after check_carried; never raise into a loop
+            return self._quarantine(job_id, pending, exc)
         sent_at = self._clock.monotonic()
         won = put_conditional(
             self._store,
             self._keys.run(job_id),
-            record.encode(),
+            body,
             record.write,
             if_none_match=True,
             stats=self._stats,
             reason="claim",
         )
         if won is None:
-            return None
+            return MISS
         lease = Lease(
             self._store,
             self._keys,
@@ -217,9 +273,9 @@ class Claimer:
         )
         if not self._take_pending(key, pending.etag) or self._ended(envelope, job_id):
             delete_if_unchanged(self._store, lease.key, lease.etag)
-            return None
+            return MISS
         if not self._proven(lease):
-            return None  # taken over while we stalled: the lease is someone else's now
+            return MISS  # taken over while we stalled: the lease is someone else's now
         return lease
 
     def _take_pending(self, key: str, etag: str) -> bool:
@@ -260,9 +316,12 @@ class Claimer:
                 return False
         return lease.remaining() > 0
 
-    def _dead_letter_garbage(self, job_id: str, pending: StoredObject, exc: DecodeError) -> None:
-        """A body that is not a pail job: dead-letter it under a lease, keeping its bytes."""
+    def _quarantine(self, job_id: str, pending: StoredObject, exc: PailError) -> Skip:
+        """Foreign bytes where a job should be: dead-letter them under a lease, raw, with the reason."""
         error = ErrorInfo.from_exception(exc)
+        # The lease carries the bytes: if this claimer dies half-way, the
+        # reaper that finishes the dead-letter keeps them.
+        raw = raw_text(pending.body)
         record = LeaseRecord(
             job_id=job_id,
             payload=None,
@@ -271,6 +330,7 @@ class Claimer:
             lease=new_token(),
             state=DYING,
             error=error,
+            raw=raw,
         )
         won = put_conditional(
             self._store,
@@ -282,10 +342,16 @@ class Claimer:
             reason="claim",
         )
         if won is None:
-            return
-        raw = pending.body[:10_000].decode("utf-8", errors="replace")
-        log.warning("dead-lettering undecodable job %s: %s", job_id, exc)
+            return MISS  # another claimer is quarantining it, or a lease of it lives
+        log.warning("quarantining pending entry %s (not a job pail can run): %s", pending.key, exc)
         transitions.dead_letter(
-            self._store, self._keys, record, won.etag, error=error, raw=raw, stats=self._stats
+            self._store,
+            self._keys,
+            record,
+            won.etag,
+            error=error,
+            raw=raw,
+            stats=self._stats,
         )
         delete_if_unchanged(self._store, pending.key, pending.etag)
+        return CLEARED

@@ -17,6 +17,14 @@ continues a walk from where the previous one stopped: the position is kept in
 the bucket (``reap_cursor``), so a one-shot reaper in a fresh process
 continues the walk too. With ``R`` leases under ``run/``, every lease is
 looked at within ``ceil(R / (max_pages * page_size)) + 1`` passes.
+
+Foreign bytes under ``run/`` never stop a pass. A lease that is not one
+(not JSON, wrong types, too deep, a payload pail cannot write back such as
+pailq 0.1.1's ``NaN``) is, once expired, fenced and quarantined: dead-lettered
+with its raw bytes and the reason, unless the job is pending or ended
+otherwise, when it is just dropped (logged). Keys that name no job (the
+console's zero-byte "folders", nested keys) are passed by: a folder marker
+silently, anything else counted as ``skipped`` and logged.
 """
 
 from __future__ import annotations
@@ -32,8 +40,9 @@ from pail.codec import (
     Envelope,
     ErrorInfo,
     LeaseRecord,
+    raw_text,
 )
-from pail.errors import ConditionFailedError, DecodeError, StorageError
+from pail.errors import ConditionFailedError, DecodeError, PayloadError, StorageError
 from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import redrive, transitions
@@ -75,10 +84,15 @@ class ReapReport:
     cleaned: int = 0
     renewed: int = 0
     backing_off: int = 0
+    quarantined: int = 0
+    """Foreign leases dead-lettered with their raw bytes."""
+    skipped: int = 0
+    """Keys under ``run/`` that name no job (nested keys), passed by and logged."""
     complete_pass: bool = True
     """True when this pass started at the top of ``run/`` and reached its end."""
     requeued_ids: list[str] = field(default_factory=list)
     dead_lettered_ids: list[str] = field(default_factory=list)
+    quarantined_ids: list[str] = field(default_factory=list)
 
 
 class Reaper:
@@ -140,11 +154,15 @@ class Reaper:
 
     def _scan(self, page: ListPage, report: ReapReport) -> None:
         for item in page.items:
+            job_id = self._keys.entry_id(item.key, RUN)
+            if job_id is None:
+                self._pass_by(item, report)
+                continue
             report.scanned += 1
             age = (page.server_time - item.last_modified).total_seconds()
             if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
                 report.expired += 1
-                self._reclaim(item, report, age)
+                self._reclaim(item, job_id, report, age)
 
     def _list(self, position: Position, start: Position) -> ListPage:
         prefix = self._keys.prefix(RUN)
@@ -167,27 +185,47 @@ class Reaper:
             return Position(after=page.items[-1].key)
         return Position(token=page.next_token)
 
-    def _reclaim(self, item: ObjectInfo, report: ReapReport, age: float) -> None:
-        job_id = self._keys.job_id(item.key)
+    def _pass_by(self, item: ObjectInfo, report: ReapReport) -> None:
+        """A key under ``run/`` that names no job: never a lease, never touched."""
+        if item.key.endswith("/") and item.size == 0:
+            return  # a "folder" the S3 console made
+        report.skipped += 1
+        log.warning("reaper: %s names no job (nested key); left alone", item.key)
+
+    def _reclaim(self, item: ObjectInfo, job_id: str, report: ReapReport, age: float) -> None:
         current = self._store.get(item.key)
         if current is None or current.etag != item.etag:
             report.renewed += 1
             return
         raw: str | None = None
         try:
-            record = LeaseRecord.decode(current.body, job_id)
-        except DecodeError as exc:
-            raw = current.body[:10_000].decode("utf-8", errors="replace")
+            fenced = LeaseRecord.decode(current.body, job_id).rewritten(reaped=True)
+            body = fenced.encode()
+        except (DecodeError, PayloadError) as exc:
+            # Foreign bytes: fence them with a lease of our own that decides
+            # their dead-letter, keeping the bytes and the reason.
+            raw = raw_text(current.body)
             error = ErrorInfo.from_exception(exc)
-            record = LeaseRecord(job_id, None, 0, "reaper", new_token(), state=DYING, error=error)
-        if record.state == RETRYING and age <= record.retry_after + CLOCK_RESOLUTION:
+            fenced = LeaseRecord(
+                job_id,
+                None,
+                0,
+                "reaper",
+                new_token(),
+                state=DYING,
+                error=error,
+                reaped=True,
+                raw=raw,
+            )
+            body = fenced.encode()
+            log.warning("reaper: %s is not a lease pail can act on: %s", item.key, exc)
+        if fenced.state == RETRYING and age <= fenced.retry_after + CLOCK_RESOLUTION:
             report.backing_off += 1  # a retry backoff still running: not due yet
             return
-        fenced = record.rewritten(reaped=True)
         won = put_conditional(
             self._store,
             item.key,
-            fenced.encode(),
+            body,
             fenced.write,
             if_match=item.etag,
             stats=self._stats,
@@ -200,6 +238,7 @@ class Reaper:
 
     def _finish(self, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None) -> None:
         job_id = record.job_id
+        raw = raw if raw is not None else record.raw  # a claimer's quarantine, left half-done
         done = self._store.head(self._keys.done(job_id))
         if redrive.took_back(self._store, self._keys, job_id, record.redriven, done):
             done = None  # a piece of the death this life's redrive took back, now removed
@@ -210,7 +249,7 @@ class Reaper:
                 # before the dlq/ record: finish it either way.
                 error = record.error if record.state == DYING else _expired(record, final=True)
                 transitions.dead_letter(
-                    self._store, self._keys, record, etag, error=error, stats=self._stats
+                    self._store, self._keys, record, etag, error=error, raw=raw, stats=self._stats
                 )
             else:
                 delete_if_unchanged(self._store, self._keys.run(job_id), etag)
@@ -219,6 +258,8 @@ class Reaper:
         pending = self._store.get(self._keys.queue(job_id))
         if pending is not None and not self._take_claimed_entry(record, pending):
             # A retry was written before its lease was dropped: the job is pending already.
+            if raw is not None:
+                log.warning("reaper: dropping foreign lease of pending job %s: %.200s", job_id, raw)
             delete_if_unchanged(self._store, self._keys.run(job_id), etag)
             report.cleaned += 1
             return
@@ -227,7 +268,10 @@ class Reaper:
             ending = transitions.dead_letter(
                 self._store, self._keys, record, etag, error=error, raw=raw, stats=self._stats
             )
-            if ending is transitions.Ending.DEAD_LETTERED:
+            if ending is transitions.Ending.DEAD_LETTERED and raw is not None:
+                report.quarantined += 1
+                report.quarantined_ids.append(job_id)
+            elif ending is transitions.Ending.DEAD_LETTERED:
                 report.dead_lettered += 1
                 report.dead_lettered_ids.append(job_id)
                 log.warning("job %s dead-lettered by the reaper: %s", job_id, error)

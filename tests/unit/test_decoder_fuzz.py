@@ -1,0 +1,297 @@
+"""Property-based fuzz of every decoder: for ANY bytes, a value or the documented ``DecodeError``.
+
+Each decoder of a foreign object (``pail.jsonsafe.loads`` and, over it, the
+pending entry, the lease, the dead letter, the result and the dedup key
+record, and the reaper's cursor) is fed arbitrary bytes, arbitrary JSON (``NaN`` and the infinities,
+integers past the digit limit, nesting far past any interpreter's limit,
+every field with every wrong type) and mutations of valid objects. No other
+exception may escape: one that did would stop a worker loop or the reaper.
+The encoders get the mirror property: any Python value is written or
+refused with ``PayloadError``, nothing else.
+
+The profile is deterministic (``derandomize``: the same examples every run,
+so it cannot flake) and runs 12,000 examples in all; set
+``HYPOTHESIS_PROFILE=pail-deep`` for a longer, randomised run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from pail.codec import DeadLetter, Envelope, ErrorInfo, LeaseRecord, decode_result, encode_result
+from pail.errors import DecodeError, PayloadError
+from pail.features import delay
+from pail.features.dedup import _decode as decode_dedup_record
+from pail.jsonsafe import DOCUMENT_DEPTH, MAX_DEPTH, check_value, loads
+from pail.keys import ALL_PREFIXES, Keys
+from pail.protocol.reap_cursor import decode as decode_reap_cursor
+from tests.support.hostile import ALL_BODIES
+
+settings.register_profile(
+    "pail",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("pail-deep", database=None, deadline=None, max_examples=20_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "pail"))
+
+JOB_ID = "01J0000000000000000000000A"
+
+DECODERS: dict[str, Callable[[bytes], Any]] = {
+    "json": lambda body: loads(body, "object"),
+    "pending": Envelope.decode,
+    "lease": lambda body: LeaseRecord.decode(body, JOB_ID),
+    "letter": lambda body: DeadLetter.decode(body, JOB_ID),
+    "result": decode_result,
+    "dedup": decode_dedup_record,
+    "reap-cursor": lambda body: decode_reap_cursor(body, Keys()),
+}
+
+# Every field name any pail object has, so that generated objects hit the
+# typed reads with wrong types, not just unknown keys.
+FIELDS = (
+    "payload",
+    "attempts",
+    "v",
+    "enqueued_at",
+    "last_error",
+    "redriven",
+    "w",
+    "cancelled",
+    "id",
+    "owner",
+    "lease",
+    "state",
+    "error",
+    "progress",
+    "reaped",
+    "retry_after",
+    "raw",
+    "key",
+    "envelope",
+    "due",
+    "type",
+    "message",
+    "traceback",
+    "attempt",
+)
+
+
+def _decodes_totally(body: bytes) -> None:
+    for name, decoder in DECODERS.items():
+        try:
+            decoder(body)
+        except DecodeError:
+            pass
+        except Exception as exc:
+            raise AssertionError(f"{name} decoder raised {type(exc).__name__}: {exc}") from exc
+
+
+def _nested(levels: int, leaf: bytes = b"0") -> bytes:
+    return b"[" * levels + leaf + b"]" * levels
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(["running", "retrying", "dying", "2026-01-01T00:00:00+00:00", JOB_ID]),
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(
+            st.one_of(st.sampled_from(FIELDS), st.text(max_size=8)), children, max_size=5
+        ),
+    ),
+    max_leaves=12,
+)
+field_values = st.one_of(
+    scalars,
+    st.lists(scalars, max_size=3),
+    st.dictionaries(st.sampled_from(FIELDS), scalars, max_size=4),
+)
+objects = st.dictionaries(st.sampled_from(FIELDS), field_values, max_size=10)
+"""JSON objects made of pail's own field names, each holding a value of any type."""
+
+
+def _dump(value: Any) -> bytes:
+    # Python's json default: NaN and Infinity as bare words, as pailq 0.1.1 writes.
+    return json.dumps(value, allow_nan=True).encode()
+
+
+@settings(max_examples=4_000)
+@given(st.binary(max_size=400))
+@example(b"")
+@example(b"\xef\xbb\xbf{}")
+@example(_nested(50_000))
+@example(_nested(DOCUMENT_DEPTH) + b"]")
+@example(b'{"payload": 1' + b"0" * 5000 + b', "attempts": 0}')
+@example(b'"\\ud800"')
+@example(b"\x00\x00\x00[")
+def test_given_any_bytes_when_decoded_then_a_value_or_decode_error(body: bytes) -> None:
+    _decodes_totally(body)
+
+
+def test_given_every_catalogued_hostile_body_when_decoded_then_a_value_or_decode_error() -> None:
+    for body in ALL_BODIES:
+        _decodes_totally(body)
+
+
+@settings(max_examples=2_000)
+@given(json_values)
+def test_given_any_json_value_when_decoded_then_a_value_or_decode_error(value: Any) -> None:
+    _decodes_totally(_dump(value))
+
+
+@settings(max_examples=2_500)
+@given(objects, st.integers(min_value=0, max_value=3))
+def test_given_pail_fields_of_any_type_when_decoded_then_a_value_or_decode_error(
+    fields: dict[str, Any], wrap: int
+) -> None:
+    value: Any = fields
+    if wrap == 1:
+        value = {"id": JOB_ID, "envelope": fields, "due": fields.get("due")}
+    elif wrap == 2:
+        value = {**fields, "last_error": fields, "error": fields}
+    _decodes_totally(_dump(value))
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(st.integers(0, 2 * DOCUMENT_DEPTH), st.integers(0, 60_000)),
+    st.sampled_from([b"[", b'{"a":']),
+)
+def test_given_any_nesting_depth_when_decoded_then_a_value_or_decode_error(
+    levels: int, opener: bytes
+) -> None:
+    closer = b"]" if opener == b"[" else b"}"
+    body = b'{"payload": ' + opener * levels + b"0" + closer * levels + b', "attempts": 0}'
+    _decodes_totally(body)
+    if levels + 1 > DOCUMENT_DEPTH:
+        try:
+            Envelope.decode(body)
+        except DecodeError as exc:
+            assert "levels deep" in str(exc)
+        else:
+            raise AssertionError(f"a {levels}-deep payload decoded")
+
+
+def _valid_bodies() -> list[bytes]:
+    error = ErrorInfo("E", "m", "tb", 1)
+    return [
+        Envelope(
+            {"n": 1}, attempts=2, enqueued_at="2026-01-01T00:00:00+00:00", last_error=error
+        ).encode(),
+        LeaseRecord(JOB_ID, {"n": 1}, 2, "host:1", "t", progress={"done": 1}, error=error).encode(),
+        DeadLetter(JOB_ID, {"n": 1}, 3, error, raw="x").encode(),
+        encode_result({"n": [1, 2]}),
+        b'{"payload": {"x": NaN}, "attempts": 0}',
+    ]
+
+
+@settings(max_examples=2_000)
+@given(
+    st.sampled_from(_valid_bodies()),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["flip", "cut", "insert"]), st.integers(0, 400), st.binary(max_size=3)
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_given_a_valid_object_mutated_when_decoded_then_a_value_or_decode_error(
+    body: bytes, mutations: list[tuple[str, int, bytes]]
+) -> None:
+    mutated = bytearray(body)
+    for kind, at, chunk in mutations:
+        at = at % (len(mutated) + 1)
+        if kind == "flip" and at < len(mutated):
+            mutated[at] ^= 0xFF
+        elif kind == "cut":
+            del mutated[at:]
+        else:
+            mutated[at:at] = chunk
+    _decodes_totally(bytes(mutated))
+
+
+@settings(max_examples=500)
+@given(st.text(max_size=80), st.sampled_from(["", "reports"]))
+def test_given_any_key_when_parsed_then_an_id_or_none(rest: str, namespace: str) -> None:
+    keys = Keys(namespace)
+    for prefix in ALL_PREFIXES:
+        job_id = keys.entry_id(keys.prefix(prefix) + rest, prefix)
+        assert job_id is None or (job_id == rest and "/" not in job_id and job_id)
+    parsed = delay.parse(keys, keys.prefix("queue/") + rest)
+    assert parsed is None or (0 <= parsed[0] < 10**13 and "/" not in parsed[1])
+
+
+odd_values = st.one_of(
+    json_values,
+    st.builds(object),
+    st.sets(st.integers(), max_size=3),
+    st.integers(min_value=0, max_value=3000).map(lambda n: _deep_list(n)),
+    st.dictionaries(st.tuples(st.integers()), st.integers(), max_size=2),
+)
+
+
+def _deep_list(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@settings(max_examples=500)
+@given(odd_values)
+def test_given_any_python_value_when_checked_for_writing_then_bytes_or_payload_error(
+    value: Any,
+) -> None:
+    try:
+        encoded = check_value(value, "payload")
+    except PayloadError as exc:
+        assert str(exc).startswith("payload")
+        return
+    decoded = loads(encoded, "payload")  # what pail writes, it reads back
+    assert not _has_non_finite(decoded)
+    assert encoded.count(b"[") + encoded.count(b"{") >= 0 and _depth(decoded) <= MAX_DEPTH
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            depth += 1
+            deepest = max(deepest, depth)
+            stack.extend(
+                (child, depth) for child in (item.values() if isinstance(item, dict) else item)
+            )
+    return deepest
