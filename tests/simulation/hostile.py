@@ -25,7 +25,8 @@ holding for every real job, the pailq ones included):
   are left exactly as written;
 * no reader raised anything but a storage error (a violation otherwise);
 * a pailq job whose payload holds ``NaN`` ends dead-lettered, with its raw
-  bytes (pail writes strict JSON only), and every other pailq job runs.
+  bytes (pail writes strict JSON only), unless an operator cancelled it
+  first; every other pailq job runs.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pail.codec import DeadLetter
+from pail.codec import META_OUTCOME, OUTCOME_CANCELLED, DeadLetter
 from pail.errors import ConditionFailedError, DecodeError, StorageError
 from pail.queue import Pail
 from tests.simulation.invariants import Kind
@@ -118,13 +119,15 @@ class Foreign:
             if current is None or current.body != body:
                 self._violate(world, key, f"{key}, which names no job to act on, was changed")
         for job_id in self.nan_jobs:
-            if not self._quarantined(world, job_id):
+            if not (self._quarantined(world, job_id) or self._cancelled(world, job_id)):
                 self._violate(world, job_id, "pailq NaN job not dead-lettered with its bytes")
 
     # -- actors -------------------------------------------------------------
 
     def _spawn(self, world: World, name: str, body: Callable[[World, Process], None]) -> None:
         process = world.scheduler.new_process(name, "producer")
+        if name == "foreign":
+            world.ledger.foreign_writers.add(process)
         world.scheduler.spawn(process, name, lambda: body(world, process))
 
     def _write_all(self, world: World, process: Process) -> None:
@@ -155,8 +158,7 @@ class Foreign:
                     keys.queue(f"!0000000000001-{job_id}"),
                     self.rng.choice(QUEUE_BODIES).body,
                 )
-                self.quarantine[keys.queue(job_id)] = job_id  # promoted first, then quarantined
-                self.quarantine[key] = job_id
+                self.quarantine[key] = f"!0000000000001-{job_id}"  # quarantined where it is
             elif shape == 5:
                 key, body = keys.run(job_id), self.rng.choice(LEASE_BODIES).body
                 self.leases[key] = job_id
@@ -240,6 +242,11 @@ class Foreign:
             return DeadLetter.decode(letter.body, job_id).quarantined
         except DecodeError:
             return False
+
+    def _cancelled(self, world: World, job_id: str) -> bool:
+        """An operator cancelled it before a claim reached it: an end as good as any."""
+        marker = world.store.peek(world.keys.done(job_id))
+        return marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_CANCELLED
 
     def _violate(self, world: World, job_id: str, detail: str) -> None:
         world.ledger.violate(Kind.FOREIGN, job_id, detail)

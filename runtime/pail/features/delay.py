@@ -161,7 +161,12 @@ def claimable_keys(
 def promote(
     store: Store, keys: Keys, item: ObjectInfo, job_id: str, *, stats: WriteStats | None = None
 ) -> str | None:
-    """Move a due delayed entry to ``queue/{id}``; its key, or None if it was gone."""
+    """Move a due delayed entry to ``queue/{id}``; its key, or None if it was gone.
+
+    Foreign bytes are not moved: the delayed entry's own key comes back, and
+    the claim quarantines them where they are (a copy would write the same
+    bytes again at every promotion, and every pail write is unique).
+    """
     entry = store.get(item.key)
     if entry is None:
         return None  # promoted or cancelled by someone else meanwhile
@@ -170,7 +175,7 @@ def promote(
         fresh = replace(Envelope.decode(entry.body), write=new_token())
         body, token = fresh.encode(), fresh.write
     except (DecodeError, PayloadError):
-        body, token = entry.body, new_token()  # foreign bytes: the claim quarantines them
+        return item.key
     target = keys.queue(job_id)
     put_conditional(store, target, body, token, if_none_match=True, stats=stats, reason="promote")
     # 412 above: the job is pending already (an earlier promotion that died

@@ -216,12 +216,14 @@ class Claimer:
         if pending is None:
             return MISS
         try:
+            envelope = Envelope.decode(pending.body)
+            check_carried(envelope.payload)
             if job_id.startswith(delay.MARK):
+                # A due delayed entry with foreign bytes (its promotion left it
+                # here), or a '!' key pail never writes: not a job to run.
                 raise DecodeError(
                     f"key {key!r} is not a pail key (a delayed entry is {delay.SHAPE})"
                 )
-            envelope = Envelope.decode(pending.body)
-            check_carried(envelope.payload)
         except (DecodeError, PayloadError) as exc:
             return self._quarantine(job_id, pending, exc)
         if envelope.cancelled:
