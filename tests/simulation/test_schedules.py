@@ -14,11 +14,6 @@ from tests.simulation.invariants import Kind
 from tests.simulation.regressions import REGRESSIONS, Regression
 from tests.simulation.schedules import Schedule
 
-NEEDS_H1 = pytest.mark.xfail(
-    strict=True,
-    reason="needs h1-foreign: the runtime tolerating hostile objects (issue 12, defects 1, 2)",
-)
-
 
 def _regression(name: str) -> Regression:
     return next(r for r in REGRESSIONS if r.name == name)
@@ -82,7 +77,6 @@ def test_given_dead_letter_written_after_a_redrive_then_its_record_does_not_outl
     assert Kind.TERMINAL in outcome.kinds(), outcome.report()
 
 
-@NEEDS_H1
 @pytest.mark.parametrize("schedule", schedules.HOSTILE, ids=lambda s: s.name)
 def test_given_hostile_objects_before_the_good_jobs_then_workers_and_reaper_go_past_them(
     schedule: Schedule,
