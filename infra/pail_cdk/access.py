@@ -15,8 +15,12 @@ derived from the protocol (``docs/protocol.md`` and ``pail.protocol``):
 * **The reaper** lists ``run/`` for expired leases and every prefix for the
   depth metrics; it fences and deletes leases, requeues under ``queue/`` and
   dead-letters under ``done/`` and ``dlq/``, and keeps its position in
-  ``run/`` under ``_pail/``. It never deletes a pending entry, a result or a
-  dead letter.
+  ``run/`` under ``_pail/``. It deletes under all four prefixes: the pending
+  entry a crashed claim left beside its lease (reap step 4, ``If-Match`` the
+  entry the claim read), and, when it meets a redrive that stopped half-way
+  (``redrive.finish``), the old life's ``dlq/`` record and ``done/`` dead
+  marker, each ``If-Match`` what it read. It never deletes a result: a
+  conditional delete of a dead marker cannot match a result's ETag.
 * **Result readers** get ``done/{id}``.
 
 Two S3 rules shape the statements:
@@ -43,7 +47,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, SYSTEM, Keys
+from pail.keys import ALL_PREFIXES, DEDUP, DONE, QUEUE, SYSTEM, Keys
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -72,15 +76,11 @@ ENQUEUE_KEYED = Access(
     lists=(*ALL_PREFIXES, DEDUP),
 )
 CONSUME = Access(objects=dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), lists=ALL_PREFIXES)
-# The reaper also keeps where its last pass over run/ stopped, under _pail/.
+# The reaper finishes what a crashed owner, claimer or redrive left (see the module
+# docstring), so it deletes under every state prefix; and it keeps where its last pass
+# over run/ stopped under _pail/, which it never deletes.
 REAP = Access(
-    objects={
-        QUEUE: _READ_WRITE,
-        RUN: _READ_WRITE_DELETE,
-        DONE: _READ_WRITE,
-        DLQ: _READ_WRITE,
-        SYSTEM: _READ_WRITE,
-    },
+    objects={**dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), SYSTEM: _READ_WRITE},
     lists=(*ALL_PREFIXES, SYSTEM),
 )
 READ_RESULTS = Access(objects={DONE: (GET,)}, lists=(DONE,))

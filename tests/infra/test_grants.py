@@ -97,8 +97,10 @@ def test_given_reaper_when_synthesised_then_least_privilege_for_reaping(
     worker = logical_id(template, "AWS::Lambda::Function", "ReportWorkerFunction")
     logs = logical_id(template, "AWS::Logs::LogGroup", "JobsReaperLogs")
     assert statements(template, "JobsReaperRole") == {
-        Statement((GET, PUT), _objects(bucket, "", QUEUE, DONE, DLQ, SYSTEM)),
-        Statement((DELETE, GET, PUT), _objects(bucket, "", RUN)),
+        # Deletes under all four: a crashed claim's entry (reap step 4), and the dead
+        # letter and dead marker of a redrive that stopped half-way (redrive.finish).
+        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES)),
+        Statement((GET, PUT), _objects(bucket, "", SYSTEM)),
         _listing(bucket, "", *ALL_PREFIXES, SYSTEM),
         Statement(("logs:CreateLogStream", "logs:PutLogEvents"), (f"<{logs}.Arn>",)),
         # Self-healing: the reaper may start the worker function, that one only.

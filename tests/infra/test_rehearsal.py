@@ -279,6 +279,116 @@ def test_given_an_abandoned_lease_when_the_reaper_runs_on_schedule_then_it_reaps
     stage.write_report("reaper_cold_start_seconds", cold)
 
 
+# A process that runs one pail call and is SIGKILLed just before its first DELETE under
+# a prefix (after the writes before it have landed), printing the key it was about to delete.
+_KILLED_BEFORE_DELETE = """
+import os, signal, sys
+from pail import Pail
+
+class KilledBeforeDelete:
+    def __init__(self, inner, prefix):
+        self.inner, self.prefix = inner, prefix
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+    def delete(self, key, *, if_match=None):
+        if key.startswith(self.prefix):
+            print(key, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.inner.delete(key, if_match=if_match)
+
+bucket, kwargs, state, call = sys.argv[1], eval(sys.argv[2]), sys.argv[3], sys.argv[4:]
+admin = Pail.connect(bucket, **kwargs)
+pail = Pail(KilledBeforeDelete(admin.store, admin.keys.prefix(state)))
+pail.claim() if call == ["claim"] else pail.redrive(call[1])
+"""
+
+
+def _killed_before_delete(s3_server: LocalS3, bucket: str, state: str, *call: str) -> str:
+    """Run ``pail.claim()`` or ``pail.redrive(id)``, SIGKILLed before it deletes under ``state``/.
+
+    Returns the key it was about to delete: what it wrote before that stays, half done.
+    """
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _KILLED_BEFORE_DELETE,
+            bucket,
+            repr(s3_server.connect_kwargs()),
+            state,
+            *call,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
+    return done.stdout.strip()
+
+
+def test_given_a_claim_killed_before_its_entry_delete_when_the_reaper_runs_then_it_takes_the_entry(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy, usage: list[Request]
+) -> None:
+    """Reap step 4 (a claim that wrote its lease and died before deleting the entry), also on a
+    job whose redrive stopped after its commit point: the reaper deletes the claim's entry, the
+    old life's dead letter and its dead marker, with only the rights its role was granted."""
+    pail = queue_of(stage, s3_server)
+    admin = Pail.connect(stage.bucket, max_retries=0, **s3_server.connect_kwargs())  # type: ignore[arg-type]
+    # Job B: dead, then a redrive killed after writing life 1's entry, then a claim of life 1
+    # killed after writing its lease: entry, lease, dead letter and dead marker all stand.
+    redriven = admin.enqueue({"report_id": "redriven", "rows": [1]})
+    message = admin.claim()
+    assert message is not None and message.id == redriven
+    message.fail(RuntimeError("first life"))
+    assert _killed_before_delete(s3_server, stage.bucket, "dlq", "redrive", redriven).endswith(
+        redriven
+    )
+    assert _killed_before_delete(s3_server, stage.bucket, "queue", "claim") == pail.keys.queue(
+        redriven
+    )
+    # Job A: a plain claim killed between its lease write and its entry delete.
+    crashed = pail.enqueue({"report_id": "crashed", "rows": [1, 2, 3]})
+    assert _killed_before_delete(s3_server, stage.bucket, "queue", "claim") == pail.keys.queue(
+        crashed
+    )
+
+    def leases_expired() -> bool:
+        page = pail.store.list(pail.keys.prefix(RUN), max_keys=10)
+        return len(page.items) == 2 and all(
+            (page.server_time - item.last_modified).total_seconds() > 3.5 for item in page.items
+        )
+
+    wait_for(leases_expired, timeout=20, what="both crashed claims' leases to expire")
+    reaper_spec = _reaper_of(stage, queue="")
+    with stage.running(reaper_spec, proxy, environment=REAPER_OVERRIDES) as reaper:
+        summary = reaper.invoke(SCHEDULE)
+
+    assert proxy.denied() == []
+    assert summary["reap"]["expired"] == 2 and summary["reap"]["requeued"] == 2
+    for job in (crashed, redriven):
+        status = pail.status(job)
+        assert status is not None and status.state is JobState.PENDING, (job, status)
+    assert pail.store.head(pail.keys.dlq(redriven)) is None
+    assert pail.store.head(pail.keys.done(redriven)) is None
+    reaper_deletes = {
+        r.resource.rsplit("/", 2)[-2]
+        for r in proxy.snapshot()
+        if r.role == reaper_spec.role and r.action == "s3:DeleteObject"
+    }
+    assert reaper_deletes == {"queue", "run", "done", "dlq"}
+    usage.extend(proxy.snapshot())
+    proxy.clear()
+
+    with stage.running(stage.assembly.function(WORKER_HANDLER), proxy) as worker:
+        drained = worker.invoke(SCHEDULE)
+    assert proxy.denied() == []
+    assert drained["succeeded"] == 2
+    assert pail.result(crashed) == {"report_id": "crashed", "rows": 3}
+    assert pail.result(redriven) == {"report_id": "redriven", "rows": 1}
+    usage.extend(proxy.snapshot())
+
+
 def _reaper_of(stage: Stage, *, queue: str) -> FunctionSpec:
     (spec,) = [
         f
