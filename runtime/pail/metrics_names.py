@@ -27,6 +27,10 @@ PENDING_JOBS = "PendingJobs"
 RUNNING_JOBS = "RunningJobs"
 DEAD_LETTERED_JOBS = "DeadLetteredJobs"
 OLDEST_PENDING_AGE_SECONDS = "OldestPendingAgeSeconds"
+# Leases renewed within the visibility timeout: jobs a worker is running now. RunningJobs
+# also counts leases nobody renews (a job waiting out a retry backoff, a dead worker's),
+# so scaling a Fargate service in waits on this one.
+LIVE_LEASES = "LiveLeases"
 # What the reaper did on a run: leases it found expired (a worker crashed or
 # stalled), and worker invocations it made because jobs waited unclaimed.
 EXPIRED_LEASES = "ExpiredLeases"
@@ -50,6 +54,7 @@ REAPER_METRICS: tuple[str, ...] = (
     RUNNING_JOBS,
     DEAD_LETTERED_JOBS,
     OLDEST_PENDING_AGE_SECONDS,
+    LIVE_LEASES,
     EXPIRED_LEASES,
     SELF_HEAL_INVOCATIONS,
 )

@@ -97,6 +97,7 @@ def test_given_pending_running_and_dead_jobs_when_the_reaper_runs_then_it_publis
     assert records[0]["queue"] == "reports"
     assert metric_values(records, "PendingJobs") == [2]
     assert metric_values(records, "RunningJobs") == [1]
+    assert metric_values(records, "LiveLeases") == [1]
     assert metric_values(records, "DeadLetteredJobs") == [1]
     assert metric_values(records, "ExpiredLeases") == [0]
     assert metric_values(records, "SelfHealInvocations") == [0]

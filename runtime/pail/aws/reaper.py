@@ -16,7 +16,8 @@ Each run:
    counts and the oldest pending age, reading at most ten pages of each of
    ``queue/``, ``run/`` and ``dlq/`` (never ``done/``).
 3. **Publishes** EMF metrics in namespace ``Pail``, dimension ``queue``:
-   ``PendingJobs``, ``RunningJobs``, ``DeadLetteredJobs``,
+   ``PendingJobs``, ``RunningJobs``, ``LiveLeases`` (the leases renewed within
+   the visibility timeout: jobs a worker runs now), ``DeadLetteredJobs``,
    ``OldestPendingAgeSeconds``, ``ExpiredLeases``, ``SelfHealInvocations``, and
    ``JobsRetried`` / ``JobsDeadLettered`` for the jobs it requeued or
    dead-lettered (so one alarm on ``JobsDeadLettered`` sees workers' and the
@@ -249,6 +250,7 @@ class ReaperFunction:
         for name, unit, value in (
             (metrics_names.PENDING_JOBS, count, depth.pending),
             (metrics_names.RUNNING_JOBS, count, depth.running),
+            (metrics_names.LIVE_LEASES, count, depth.working),
             (metrics_names.DEAD_LETTERED_JOBS, count, depth.dead_lettered),
             (metrics_names.OLDEST_PENDING_AGE_SECONDS, seconds, depth.oldest_pending_age or 0.0),
             (metrics_names.EXPIRED_LEASES, count, report.expired),
