@@ -5,8 +5,10 @@ It deploys what the README describes:
 * ``Jobs``: a ``PailQueue`` (bucket, reaper, alarms) worked by a Lambda
   function running ``examples/handlers/report.py``;
 * ``Exports``: a second queue in the same bucket, under the ``exports``
-  namespace, worked by one-shot Fargate tasks whose image ``worker_image``
-  builds from the same handler folder.
+  namespace, worked by a Fargate service whose image ``worker_image`` builds
+  from the same handler folder. It scales on the queue's metrics from zero
+  tasks (nothing runs while the queue is idle) up to four, and an enqueue
+  wakes it from zero at once.
 
 cdk-nag's AWS Solutions checks run on every synth; a finding that is not
 acknowledged (next to its resource, with a reason) fails the synth.
@@ -69,6 +71,9 @@ class PailExampleStack(Stack):
             queue=self.exports,
             handler="report:run",
             image=worker_image(HANDLERS),
+            mode="service",
+            min_tasks=0,
+            max_tasks=4,
         )
 
 

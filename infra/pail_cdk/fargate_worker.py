@@ -6,8 +6,21 @@ Two modes:
   and exits. An EventBridge rule on *Object Created* under ``queue/`` starts a
   task per enqueued job (ECS RunTask target), and a schedule starts one as a
   safety net. Nothing runs, and nothing is billed, while the queue is empty.
-* ``service``: an ECS service keeps ``desired_count`` tasks running
-  ``pail work --handler module:function``, polling the queue.
+* ``service``: an ECS service runs ``pail work --handler module:function``
+  tasks, polling the queue: ``desired_count`` of them, or, with
+  ``max_tasks``, between ``min_tasks`` (0 by default: nothing runs on an
+  empty queue) and ``max_tasks``, scaled by step policies on the queue's own
+  metrics (``pail_cdk.scaling``). A service at 0 tasks is woken by the
+  enqueue's *Object Created* event (``pail_cdk.wake``), not a minute later by
+  the metrics.
+
+**Stopping a task that holds a job.** ECS stops a task with SIGTERM, then
+SIGKILL ``stop_timeout`` later (at most 2 minutes on Fargate). The runner
+claims nothing more, lets the running job finish within ``grace_period``,
+and otherwise gives its lease back at once (the job is claimable again, the
+attempt spent), ahead of the SIGKILL. The auto scaling policy stops tasks
+only when none holds a job, so this path is for deployments, Fargate
+maintenance and the rare job claimed just as the service scales in.
 
 The image must have the ``pail`` console script on its ``PATH`` and the
 handler's module importable; its own entry point, if any, must run the command
@@ -28,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
@@ -38,6 +52,15 @@ from constructs import Construct
 from pail import config
 from pail_cdk import nag
 from pail_cdk.queue import PailQueue, merge_environment, seconds
+from pail_cdk.scaling import (
+    DEFAULT_SCALE_IN_AFTER,
+    DEFAULT_SCALE_OUT_AFTER,
+    DEFAULT_SCALE_OUT_COOLDOWN,
+    DEFAULT_SCALING_STEPS,
+    QueueScaling,
+    check_scaling,
+)
+from pail_cdk.wake import ServiceWake
 
 DEFAULT_SCHEDULE = Duration.minutes(5)
 DEFAULT_STOP_TIMEOUT = Duration.seconds(120)
@@ -60,6 +83,47 @@ TAG_TASKS_REASON = (
     "The EventBridge RunTask target tags the tasks it starts (ecs:TagResource); task ids "
     "are only known once started, so the ARN is limited to this cluster's tasks."
 )
+
+
+def _check_service_size(
+    mode: FargateWorkerMode,
+    desired_count: int | None,
+    min_tasks: int | None,
+    max_tasks: int | None,
+    scaling_steps: Sequence[appscaling.ScalingInterval] | None,
+    scale_out_after: Duration,
+    scale_in_after: Duration,
+) -> None:
+    """A fixed service takes ``desired_count``; an auto scaling one ``min_tasks``/``max_tasks``."""
+    sized = desired_count is not None or min_tasks is not None or max_tasks is not None
+    if mode is FargateWorkerMode.ONCE:
+        if sized or scaling_steps is not None:
+            raise ValueError(
+                "desired_count, min_tasks, max_tasks and scaling_steps are for mode='service'"
+            )
+        return
+    if max_tasks is None:
+        if min_tasks is not None or scaling_steps is not None:
+            raise ValueError("min_tasks and scaling_steps need max_tasks (an auto scaling service)")
+        if desired_count is not None and desired_count < 0:
+            raise ValueError(f"desired_count must be >= 0, got {desired_count}")
+        return
+    if desired_count is not None:
+        raise ValueError(
+            "an auto scaling service (max_tasks) takes min_tasks, not desired_count: its "
+            "scaling policy owns the count"
+        )
+    check_scaling(
+        min_tasks=0 if min_tasks is None else min_tasks,
+        max_tasks=max_tasks,
+        steps=DEFAULT_SCALING_STEPS if scaling_steps is None else scaling_steps,
+        scale_out_after=scale_out_after,
+        scale_in_after=scale_in_after,
+    )
+
+
+def _fixed_count(desired_count: int | None) -> int:
+    return 1 if desired_count is None else desired_count
 
 
 def _grace_period(stop_timeout: Duration, grace_period: Duration | None) -> Duration:
@@ -96,9 +160,18 @@ class PailFargateWorker(Construct):
             image=worker_image("handlers"),
         )
 
+    An auto scaling service, from zero tasks up to four::
+
+        PailFargateWorker(
+            self, "Exports", queue=queue, handler="report:run",
+            image=worker_image("handlers"), mode="service", max_tasks=4,
+        )
+
     Attributes: ``cluster``, ``task_definition``, ``container``, ``log_group``,
     ``security_group``, ``enqueue_rule`` and ``schedule_rule`` (``once`` mode),
-    ``service`` (``service`` mode); attributes of the other mode are None.
+    ``service`` (``service`` mode), ``scaling`` (a ``QueueScaling``) and
+    ``wake`` (a ``ServiceWake``, when ``min_tasks`` is 0) for an auto scaling
+    service; attributes that do not apply are None.
     """
 
     def __init__(
@@ -118,7 +191,13 @@ class PailFargateWorker(Construct):
         time_budget: Duration | None = None,
         trigger_on_enqueue: bool = True,
         schedule: Duration | None = DEFAULT_SCHEDULE,
-        desired_count: int = 1,
+        desired_count: int | None = None,
+        min_tasks: int | None = None,
+        max_tasks: int | None = None,
+        scaling_steps: Sequence[appscaling.ScalingInterval] | None = None,
+        scale_out_after: Duration = DEFAULT_SCALE_OUT_AFTER,
+        scale_in_after: Duration = DEFAULT_SCALE_IN_AFTER,
+        scale_out_cooldown: Duration = DEFAULT_SCALE_OUT_COOLDOWN,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         assign_public_ip: bool | None = None,
@@ -139,9 +218,23 @@ class PailFargateWorker(Construct):
         :param cpu_architecture: the image's CPU architecture.
         :param max_jobs: the most jobs one task works; None for no cap.
         :param time_budget: stop claiming jobs after this long; None for no budget.
-        :param trigger_on_enqueue: ``once`` mode: start a task on Object Created under ``queue/``.
+        :param trigger_on_enqueue: start work on Object Created under ``queue/``: in ``once``
+            mode a task per event; for an auto scaling service at 0 tasks, raise it to 1.
         :param schedule: ``once`` mode: also start a task this often; None for no schedule.
-        :param desired_count: ``service`` mode: how many tasks run.
+        :param desired_count: ``service`` mode without ``max_tasks``: how many tasks run
+            (default 1).
+        :param min_tasks: ``service`` mode: the fewest tasks of an auto scaling service
+            (default 0: none while the queue is idle).
+        :param max_tasks: ``service`` mode: scale between ``min_tasks`` and this many tasks on
+            the queue's metrics (``pail_cdk.scaling``).
+        :param scaling_steps: scale-out steps on the number of jobs waiting for a worker,
+            each a lower bound and the tasks to add (``appscaling.ScalingInterval(lower=,
+            change=)``). Default: one task per waiting job, at most 10 at once.
+        :param scale_out_after: add tasks when a due job has waited this long for a worker.
+        :param scale_in_after: stop tasks (down to ``min_tasks``) once none has held a job
+            and none was due for this long.
+        :param scale_out_cooldown: after adding tasks, how long to let them start before
+            adding more.
         :param vpc_subnets: where tasks run; default: the cluster VPC's public subnets when
             this construct created the VPC, else its private subnets.
         :param security_groups: default: a new group with no inbound rules.
@@ -159,6 +252,15 @@ class PailFargateWorker(Construct):
             raise ValueError(f"max_jobs must be >= 1 or None, got {max_jobs}")
         parsed_mode = FargateWorkerMode(mode)
         grace = _grace_period(stop_timeout, grace_period)
+        _check_service_size(
+            parsed_mode,
+            desired_count,
+            min_tasks,
+            max_tasks,
+            scaling_steps,
+            scale_out_after,
+            scale_in_after,
+        )
         super().__init__(scope, construct_id)
         self.mode = parsed_mode
 
@@ -217,13 +319,17 @@ class PailFargateWorker(Construct):
         self.enqueue_rule: events.Rule | None = None
         self.schedule_rule: events.Rule | None = None
         self.service: ecs.FargateService | None = None
+        self.scaling: QueueScaling | None = None
+        self.wake: ServiceWake | None = None
         if self.mode is FargateWorkerMode.SERVICE:
             self.service = ecs.FargateService(
                 self,
                 "Service",
                 cluster=self.cluster,
                 task_definition=self.task_definition,
-                desired_count=desired_count,
+                # An auto scaling service's count is left out of the template, so that a
+                # deployment keeps the count its policy set (ECS starts a new service at 1).
+                desired_count=_fixed_count(desired_count) if max_tasks is None else None,
                 vpc_subnets=vpc_subnets,
                 security_groups=list(security_groups),
                 assign_public_ip=public_ip,
@@ -231,6 +337,24 @@ class PailFargateWorker(Construct):
                 min_healthy_percent=100,
                 max_healthy_percent=200,
             )
+            if max_tasks is not None:
+                fewest = 0 if min_tasks is None else min_tasks
+                self.scaling = QueueScaling(
+                    self,
+                    "Scaling",
+                    queue=queue,
+                    service=self.service,
+                    min_tasks=fewest,
+                    max_tasks=max_tasks,
+                    steps=DEFAULT_SCALING_STEPS if scaling_steps is None else scaling_steps,
+                    scale_out_after=scale_out_after,
+                    scale_in_after=scale_in_after,
+                    scale_out_cooldown=scale_out_cooldown,
+                )
+                if fewest == 0 and trigger_on_enqueue:
+                    self.wake = ServiceWake(
+                        self, "Wake", queue=queue, service=self.service, log_retention=log_retention
+                    )
             return
 
         def run_task() -> targets.EcsTask:

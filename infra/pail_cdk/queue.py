@@ -80,7 +80,8 @@ class PailQueue(Construct):
     after a day.
 
     Attributes: ``bucket``, ``keys``, ``namespace``, ``visibility_timeout``,
-    ``max_retries``, ``reaper_function``, ``reaper_role``, ``reaper_schedule_rule``,
+    ``max_retries``, ``reaper_function``, ``reaper_role``, ``reaper_schedule`` (how
+    often the reaper runs and publishes the queue's metrics), ``reaper_schedule_rule``,
     ``alarms`` and ``layers`` (the runtime layers, for functions that need them).
     """
 
@@ -148,6 +149,7 @@ class PailQueue(Construct):
         self.max_retries = max_retries
         self.architecture = architecture
         self.public_powertools_layer = public_powertools_layer
+        self.reaper_schedule = reaper_schedule
 
         if bucket is None:
             self.bucket: s3.IBucket = self._new_bucket(bucket_props)

@@ -27,6 +27,7 @@ if str(ROOT / "infra") not in sys.path:
     sys.path.insert(0, str(ROOT / "infra"))
 
 from aws_cdk import App, Duration, Stack  # noqa: E402
+from aws_cdk import aws_applicationautoscaling as appscaling  # noqa: E402
 from aws_cdk import aws_ecs as ecs  # noqa: E402
 from aws_cdk import aws_iam as iam  # noqa: E402
 from aws_cdk import aws_lambda as lambda_  # noqa: E402
@@ -145,8 +146,47 @@ class ImportedStack(Stack):
         )
 
 
+class OnceStack(Stack):
+    """A Fargate worker in ``once`` mode: a task per enqueue event, and a schedule."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.queue = PailQueue(self, "Queue", namespace="exports")
+        self.worker = PailFargateWorker(
+            self,
+            "Task",
+            queue=self.queue,
+            handler="report:run",
+            image=ecs.ContainerImage.from_registry("example/pail-worker:1"),
+        )
+
+
+class ScaledStack(Stack):
+    """An auto scaling service on the default queue: never below one task, custom steps."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.queue = PailQueue(self, "Queue", reaper_schedule=Duration.minutes(2))
+        self.worker = PailFargateWorker(
+            self,
+            "Service",
+            queue=self.queue,
+            handler="report:run",
+            image=ecs.ContainerImage.from_registry("example/pail-worker:1"),
+            mode=FargateWorkerMode.SERVICE,
+            min_tasks=1,
+            max_tasks=10,
+            scaling_steps=[
+                appscaling.ScalingInterval(lower=3, change=1),
+                appscaling.ScalingInterval(lower=50, change=4),
+            ],
+            scale_out_after=Duration.minutes(2),
+            scale_in_after=Duration.minutes(15),
+        )
+
+
 class ServiceStack(Stack):
-    """A Fargate worker as a long-running service."""
+    """A Fargate worker as a long-running service of a fixed size."""
 
     def __init__(self, scope: App, construct_id: str) -> None:
         super().__init__(scope, construct_id)
@@ -166,11 +206,14 @@ class ServiceStack(Stack):
 
 @pytest.fixture(scope="session")
 def variants(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
-    """One app with the ``GrantsStack``, ``ImportedStack`` and ``ServiceStack``."""
+    """One app with the ``GrantsStack``, ``ImportedStack``, ``OnceStack``, ``ScaledStack``
+    and ``ServiceStack``."""
     outdir = tmp_path_factory.mktemp("variants")
     app = App(context=example_app.cdk_json_context(), outdir=str(outdir), analytics_reporting=False)
     GrantsStack(app, "Grants")
     ImportedStack(app, "Imported")
+    OnceStack(app, "Once")
+    ScaledStack(app, "Scaled")
     ServiceStack(app, "Service")
     return synthesize(app, outdir)
 

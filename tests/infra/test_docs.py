@@ -59,8 +59,12 @@ def test_given_deploy_doc_app_when_run_in_its_folder_then_it_synthesises_queue_w
     assert isinstance(app, App)
     template = Template.from_stack(namespace["stack"])
     template.resource_count_is("AWS::S3::Bucket", 1)
-    template.resource_count_is("AWS::Lambda::Function", 3)  # the worker and two reapers
+    # The worker, two reapers, and the wake-up of the auto scaling Fargate service.
+    template.resource_count_is("AWS::Lambda::Function", 4)
     template.resource_count_is("AWS::ECS::TaskDefinition", 1)
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 0, "MaxCapacity": 4}
+    )
     template.has_resource_properties("AWS::Lambda::Function", {"Handler": "report.handler"})
     template.has_resource_properties(
         "AWS::Events::Rule",

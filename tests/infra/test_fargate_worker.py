@@ -23,12 +23,12 @@ def _environment(container: dict[str, Any]) -> dict[str, Any]:
     return {item["Name"]: item["Value"] for item in container["Environment"]}
 
 
-def test_given_once_mode_when_synthesised_then_the_task_runs_work_once_with_the_queue_env(
+def test_given_the_example_service_when_synthesised_then_tasks_run_work_with_the_queue_env(
     example: Synthesis, example_template: Template
 ) -> None:
     bucket = logical_id(example.templates["PailExample"], "AWS::S3::Bucket", "JobsBucket")
     container = _container(example, "PailExample")
-    assert container["Command"] == ["pail", "work-once", "--handler", "report:run"]
+    assert container["Command"] == ["pail", "work", "--handler", "report:run"]
     assert _environment(container) == {
         config.ENV_BUCKET: {"Ref": bucket},
         config.ENV_QUEUE: "exports",
@@ -51,11 +51,23 @@ def test_given_once_mode_when_synthesised_then_the_task_runs_work_once_with_the_
     )
 
 
-def test_given_once_mode_when_synthesised_then_enqueue_and_schedule_start_a_fargate_task(
-    example: Synthesis, example_template: Template
+def test_given_once_mode_when_synthesised_then_the_task_runs_work_once(
+    variants: Synthesis,
 ) -> None:
-    template = example.templates["PailExample"]
-    task = logical_id(template, "AWS::ECS::TaskDefinition", "ExportTaskTaskDefinition")
+    container = _container(variants, "Once")
+    assert container["Command"] == ["pail", "work-once", "--handler", "report:run"]
+    assert _environment(container)[config.ENV_QUEUE] == "exports"
+    template = variants.template("Once")
+    template.resource_count_is("AWS::ECS::Service", 0)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+
+
+def test_given_once_mode_when_synthesised_then_enqueue_and_schedule_start_a_fargate_task(
+    variants: Synthesis,
+) -> None:
+    template = variants.templates["Once"]
+    once = variants.template("Once")
+    task = logical_id(template, "AWS::ECS::TaskDefinition", "TaskTaskDefinition")
     target = Match.object_like(
         {
             "EcsParameters": Match.object_like(
@@ -70,7 +82,7 @@ def test_given_once_mode_when_synthesised_then_enqueue_and_schedule_start_a_farg
             )
         }
     )
-    example_template.has_resource_properties(
+    once.has_resource_properties(
         "AWS::Events::Rule",
         {
             "EventPattern": Match.object_like(
@@ -79,7 +91,7 @@ def test_given_once_mode_when_synthesised_then_enqueue_and_schedule_start_a_farg
             "Targets": [target],
         },
     )
-    example_template.has_resource_properties(
+    once.has_resource_properties(
         "AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)", "Targets": [target]}
     )
 
@@ -128,3 +140,4 @@ def test_given_service_mode_when_synthesised_then_a_service_runs_work_and_no_rul
     assert environment[config.ENV_TIME_BUDGET] == "3600"
     # Only the reaper's schedule: the service polls, nothing starts tasks.
     template.resource_count_is("AWS::Events::Rule", 1)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)

@@ -299,7 +299,8 @@ def test_given_default_queue_when_synthesised_then_alarms_watch_dead_letters_and
         "AWS::CloudWatch::Alarm",
         {"MetricName": "Errors", "Namespace": "AWS/Lambda", "Threshold": 1},
     )
-    example_template.resource_count_is("AWS::CloudWatch::Alarm", 6)
+    # Three per queue, and the Fargate service's two scaling alarms (test_scaling.py).
+    example_template.resource_count_is("AWS::CloudWatch::Alarm", 8)
 
 
 def test_given_alarm_topic_when_synthesised_then_every_alarm_notifies_it(

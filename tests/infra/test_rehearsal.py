@@ -31,6 +31,7 @@ from pail import Pail
 from pail.keys import RUN
 from pail.local import LocalS3
 from pail.status import JobState
+from pail_cdk.wake_handler import ENV_CLUSTER, ENV_SERVICE
 
 from .rehearsal import toolchain
 from .rehearsal.assembly import FunctionSpec
@@ -156,8 +157,12 @@ def test_given_the_wheel_when_the_user_app_synthesises_then_only_the_installed_p
     assert reasons and all(len(reason.split()) >= 10 for reason in reasons)
     kinds = Counter(r["Type"] for r in stage.assembly.template["Resources"].values())
     assert kinds["AWS::S3::Bucket"] == 1
-    assert kinds["AWS::Lambda::Function"] == 3  # the worker and the two queues' reapers
+    # The worker, the two queues' reapers, and the wake-up of the Fargate service.
+    assert kinds["AWS::Lambda::Function"] == 4
     assert kinds["AWS::ECS::TaskDefinition"] == 1
+    assert kinds["AWS::ECS::Service"] == 1
+    assert kinds["AWS::ApplicationAutoScaling::ScalableTarget"] == 1
+    assert kinds["AWS::ApplicationAutoScaling::ScalingPolicy"] == 2
 
 
 def test_given_the_synthesised_layer_then_it_holds_the_wheel_s_pail_with_bytecode_and_no_cli(
@@ -393,7 +398,9 @@ def _reaper_of(stage: Stage, *, queue: str) -> FunctionSpec:
     (spec,) = [
         f
         for f in stage.assembly.functions().values()
-        if f.handler == REAPER_HANDLER and f.environment.get("PAIL_QUEUE", "") == queue
+        if f.handler == REAPER_HANDLER
+        and "PAIL_BUCKET" in f.environment  # not the wake-up, which is inline code too
+        and f.environment.get("PAIL_QUEUE", "") == queue
     ]
     return spec
 
@@ -448,20 +455,69 @@ def test_given_the_fargate_task_when_its_command_runs_from_the_image_context_the
         "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
     }
 
-    done = subprocess.run(
+    assert container["Command"] == ["pail", "work", "--handler", "report:run"]
+
+    # A service's task: it works the job, polls on, and stops cleanly on ECS's SIGTERM.
+    with subprocess.Popen(
         container["Command"],
         cwd=context / "app",
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
-        check=False,
-    )
+    ) as running:
+        try:
+            wait_for(
+                lambda: pail.result(job) is not None, timeout=120, what="the task to work the job"
+            )
+        finally:
+            running.send_signal(signal.SIGTERM)
+            out, err = running.communicate(timeout=60)
 
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert running.returncode == 0, out[-2000:] + err[-2000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert (summary["succeeded"], summary["stop_reason"]) == (1, "signal")
     assert proxy.denied() == []
     assert pail.result(job) == {"report_id": "export-1", "rows": 3}
     assert {r.role for r in proxy.snapshot()} == {role}, task_id
+    usage.extend(proxy.snapshot())
+
+
+def _wake_of(stage: Stage) -> FunctionSpec:
+    (spec,) = [f for f in stage.assembly.functions().values() if ENV_SERVICE in f.environment]
+    return spec
+
+
+def test_given_the_service_at_zero_when_a_job_is_enqueued_then_the_wake_up_starts_one_task(
+    stage: Stage, proxy: AwsProxy, usage: list[Request]
+) -> None:
+    spec = _wake_of(stage)
+    deployment = stage.assembly.deployment
+    ((service_id, _),) = deployment.resources("AWS::ECS::Service").items()
+    assert spec.environment[ENV_CLUSTER] in deployment.physical_name(service_id)
+    service = proxy.add_ecs_service(
+        spec.environment[ENV_CLUSTER], spec.environment[ENV_SERVICE], desired=0
+    )
+    assert service.arn == deployment.physical_name(service_id)
+    enqueued = object_created(stage.bucket, "exports/queue/01J00000000000000000000000")
+
+    with stage.running(spec, proxy) as wake:
+        first = wake.invoke(enqueued)
+        second = wake.invoke(enqueued)
+        service.desired = 3  # the scaling policy added tasks since
+        third = wake.invoke(enqueued)
+
+    assert proxy.denied() == []
+    assert (first, second, third) == (
+        {"woken": True, "desired": 1},
+        {"woken": False, "desired": 1},
+        {"woken": False, "desired": 3},
+    )
+    assert proxy.ecs_updates == [(service.arn, 1)]
+    assert {(r.role, r.action) for r in proxy.snapshot()} == {
+        (spec.role, "ecs:DescribeServices"),
+        (spec.role, "ecs:UpdateService"),
+    }
     usage.extend(proxy.snapshot())
 
 
@@ -622,7 +678,12 @@ def test_given_the_scenarios_requests_when_tabulated_then_each_role_is_granted_w
     (task,) = [
         r for r in policies if r not in {s.role for s in stage.assembly.functions().values()}
     ]
-    labels = {worker: "Lambda worker", task: "Fargate task", reaper: "reaper"}
+    labels = {
+        worker: "Lambda worker",
+        task: "Fargate task",
+        reaper: "reaper",
+        _wake_of(stage).role: "Fargate wake-up",
+    }
     if {r.role for r in usage} != set(labels):
         pytest.skip("the least-privilege table needs every scenario of this module to have run")
 

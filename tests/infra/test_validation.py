@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -18,6 +19,10 @@ def queue() -> PailQueue:
     """One queue to hang workers on (construction bundles its layer once)."""
     stack = Stack(App(context=example_app.cdk_json_context()), "Workers")
     return PailQueue(stack, "Queue")
+
+
+def _step(**kwargs: float) -> appscaling.ScalingInterval:
+    return appscaling.ScalingInterval(**kwargs)
 
 
 def _code() -> lambda_.Code:
@@ -98,6 +103,31 @@ def test_given_a_second_worker_function_when_registered_then_asks_to_opt_out(
         ({"max_jobs": 0}, "max_jobs"),
         ({"stop_timeout": Duration.minutes(3)}, "stop_timeout must be"),
         ({"grace_period": Duration.minutes(2)}, "lease is given back before SIGKILL"),
+        ({"max_tasks": 4}, "for mode='service'"),
+        ({"mode": "service", "min_tasks": 1}, "need max_tasks"),
+        ({"mode": "service", "max_tasks": 4, "desired_count": 2}, "not desired_count"),
+        ({"mode": "service", "max_tasks": 0}, "max_tasks must be at least 1"),
+        ({"mode": "service", "max_tasks": 2, "min_tasks": 3}, "min_tasks must be 0 to max_tasks"),
+        (
+            {"mode": "service", "max_tasks": 4, "scaling_steps": [_step(upper=0, change=-1)]},
+            "a scale-out step",
+        ),
+        (
+            {
+                "mode": "service",
+                "max_tasks": 4,
+                "scaling_steps": [_step(lower=5, change=1), _step(lower=2, change=2)],
+            },
+            "increase",
+        ),
+        (
+            {"mode": "service", "max_tasks": 4, "scaling_steps": [_step(lower=1, change=0)]},
+            "whole number of tasks",
+        ),
+        (
+            {"mode": "service", "max_tasks": 4, "scale_in_after": Duration.seconds(30)},
+            "scale_in_after must be at least 1 minute",
+        ),
     ],
 )
 def test_given_bad_fargate_options_when_constructed_then_rejects_them(

@@ -44,6 +44,9 @@ class Deployment:
             return f"{self.stack}-{logical_id}"[:64]
         if kind == "AWS::ECS::Cluster":
             return f"{self.stack}-{logical_id}"
+        if kind == "AWS::ECS::Service":  # its Ref is its ARN
+            cluster = self.resolve(resource["Properties"]["Cluster"])
+            return f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:service/{cluster}/{self.stack}-{logical_id}"
         if kind == "AWS::Lambda::LayerVersion":
             return self.arn(logical_id, "")
         raise UnresolvableError(f"Ref to a {kind} ({logical_id})")
@@ -81,6 +84,9 @@ class Deployment:
             logical_id, attribute = argument
             if attribute == "Arn":
                 return self.arn(logical_id, attribute)
+            kind = self.template["Resources"][logical_id]["Type"]
+            if (kind, attribute) == ("AWS::ECS::Service", "Name"):
+                return str(self.physical_name(logical_id)).rpartition("/")[2]
             raise UnresolvableError(f"GetAtt {logical_id}.{attribute}")
         if function == "Fn::Join":
             separator, parts = argument

@@ -28,13 +28,15 @@ def _state(path: str) -> str:
 
 
 def used(requests: Iterable[Request]) -> dict[str, dict[str, set[str]]]:
-    """role -> action -> the states it was used on (allowed S3 requests and Lambda invokes)."""
+    """role -> action -> the states it was used on (allowed S3, Lambda and ECS requests)."""
     table: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for request in requests:
         if not request.allowed:
             continue
         if request.service == "lambda":
             table[request.role][request.action].add("the worker function")
+        elif request.service == "ecs":
+            table[request.role][request.action].add("the service")
         elif request.action == "s3:ListBucket":
             table[request.role][request.action].add(_state(request.prefix or ""))
         else:
@@ -44,7 +46,7 @@ def used(requests: Iterable[Request]) -> dict[str, dict[str, set[str]]]:
 
 
 def granted(policy: Policy) -> dict[str, set[str]]:
-    """action -> the states the policy grants it on (S3 and Lambda only; logs are Lambda's own)."""
+    """action -> the states the policy grants it on (S3, Lambda, ECS; logs are Lambda's own)."""
     table: dict[str, set[str]] = defaultdict(set)
     for statement in policy.statements:
         if statement.effect != "Allow":
@@ -52,6 +54,8 @@ def granted(policy: Policy) -> dict[str, set[str]]:
         for action in statement.actions:
             if action.startswith("lambda:"):
                 table[action].add("the worker function")
+            if action.startswith("ecs:"):
+                table[action].add("the service")
             if not action.startswith("s3:"):
                 continue
             if action == "s3:ListBucket":

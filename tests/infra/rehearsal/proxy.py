@@ -11,6 +11,10 @@ who asks from the SigV4 ``Credential`` scope, which also names the service.
   A conditional delete (``If-Match``) needs ``s3:GetObject`` too.
 * **Lambda**: ``Invoke`` needs ``lambda:InvokeFunction`` on the function's
   ARN; an allowed one is handed to ``on_invoke`` (the reaper's self-heal).
+* **ECS**: a double of ``DescribeServices`` and ``UpdateService`` (JSON 1.1,
+  as boto3 speaks it) over the services a test adds (``add_ecs_service``),
+  each call needing ``ecs:<Operation>`` on the service's ARN. Every allowed
+  ``UpdateService`` is kept in ``ecs_updates``.
 
 Every request is recorded (role, service, action, resource, allowed), which
 is what the least-privilege table is made of.
@@ -45,6 +49,8 @@ _HOP_BY_HOP = {
     "content-length",
 }
 _INVOKE = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
+_ECS_TARGET = "AmazonEC2ContainerServiceV20141113."
+_ECS_JSON = "application/x-amz-json-1.1"
 
 Invoker = Callable[[str, bytes, str], None]
 """``on_invoke(function_name, payload, invocation_type)``."""
@@ -85,6 +91,27 @@ class _Check:
     @property
     def prefix(self) -> str | None:
         return self.context.get("s3:prefix")
+
+
+@dataclass
+class EcsService:
+    """A service of the ECS double: its cluster, its name and its desired count."""
+
+    cluster: str
+    name: str
+    desired: int = 0
+
+    @property
+    def arn(self) -> str:
+        return service_arn(self.cluster, self.name)
+
+
+def service_arn(cluster: str, name: str) -> str:
+    """An ECS service's ARN (the long form, with the cluster's name), from names or ARNs."""
+    if name.startswith("arn:"):
+        return name
+    cluster = cluster.rpartition("cluster/")[2] if cluster.startswith("arn:") else cluster
+    return f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:service/{cluster}/{name}"
 
 
 def _bucket_arn(bucket: str) -> str:
@@ -146,6 +173,8 @@ class AwsProxy:
         self.on_invoke = on_invoke
         self._lock = threading.Lock()
         self.requests: list[Request] = []
+        self.ecs_services: dict[str, EcsService] = {}
+        self.ecs_updates: list[tuple[str, int]] = []
         self._server = QuietServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -163,6 +192,13 @@ class AwsProxy:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=10)
+
+    def add_ecs_service(self, cluster: str, name: str, *, desired: int = 0) -> EcsService:
+        """A service the ECS double knows from now on."""
+        service = EcsService(cluster, name, desired)
+        with self._lock:
+            self.ecs_services[service.arn] = service
+        return service
 
     def record(self, request: Request) -> None:
         with self._lock:
@@ -233,6 +269,9 @@ class AwsProxy:
                 policy = proxy.policies.get(role)
                 if service == "lambda":
                     self._lambda(role, policy, split.path, body)
+                    return
+                if service == "ecs":
+                    self._ecs(role, policy, body)
                     return
                 if service != "s3":
                     proxy.record(Request(role, service, f"{service}:?", self.path, False, 403))
@@ -305,6 +344,49 @@ class AwsProxy:
                     proxy.on_invoke(name, body, kind)
                 self._reply(202, b"", "application/json")
 
+            def _ecs(self, role: str, policy: Policy | None, body: bytes) -> None:
+                operation = self.headers.get("X-Amz-Target", "").removeprefix(_ECS_TARGET)
+                request = json.loads(body or b"{}")
+                cluster = str(request.get("cluster", "default"))
+                if operation == "DescribeServices":
+                    arns = [service_arn(cluster, str(name)) for name in request.get("services", [])]
+                elif operation == "UpdateService":
+                    arns = [service_arn(cluster, str(request.get("service", "")))]
+                else:
+                    proxy.record(Request(role, "ecs", f"ecs:{operation}", cluster, False, 400))
+                    self._ecs_error("UnknownOperationException", f"{operation} is not modelled")
+                    return
+                action = f"ecs:{operation}"
+                allowed = [policy is not None and policy.allows(action, arn) for arn in arns]
+                for arn, ok in zip(arns, allowed, strict=True):
+                    proxy.record(Request(role, "ecs", action, arn, ok, 200 if ok else 400))
+                if not all(allowed):
+                    denied = arns[allowed.index(False)]
+                    self._ecs_error("AccessDeniedException", f"{role} may not {action} on {denied}")
+                    return
+                with proxy._lock:
+                    found = [proxy.ecs_services.get(arn) for arn in arns]
+                    if operation == "UpdateService" and found[0] is not None:
+                        found[0].desired = int(request["desiredCount"])
+                        proxy.ecs_updates.append((arns[0], found[0].desired))
+                    described = [_described(s) for s in found if s is not None]
+                missing = [arn for arn, s in zip(arns, found, strict=True) if s is None]
+                if operation == "UpdateService":
+                    if missing:
+                        self._ecs_error("ServiceNotFoundException", "Service not found.")
+                        return
+                    reply: dict[str, Any] = {"service": described[0]}
+                else:
+                    reply = {
+                        "services": described,
+                        "failures": [{"arn": arn, "reason": "MISSING"} for arn in missing],
+                    }
+                self._reply(200, json.dumps(reply).encode(), _ECS_JSON)
+
+            def _ecs_error(self, kind: str, message: str) -> None:
+                payload = json.dumps({"__type": kind, "message": message}).encode()
+                self._reply(400, payload, _ECS_JSON)
+
             def _forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
                 backend = proxy._backend
                 connection = http.client.HTTPConnection(
@@ -363,3 +445,17 @@ class AwsProxy:
                     self.wfile.write(payload)
 
         return Handler
+
+
+def _described(service: EcsService) -> dict[str, Any]:
+    """A service as ``DescribeServices`` returns it (the fields a caller reads)."""
+    return {
+        "serviceArn": service.arn,
+        "serviceName": service.name,
+        "clusterArn": f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:cluster/{service.cluster}",
+        "status": "ACTIVE",
+        "desiredCount": service.desired,
+        "runningCount": 0,
+        "pendingCount": 0,
+        "launchType": "FARGATE",
+    }

@@ -114,6 +114,7 @@ class Stage:
             "AWS_DEFAULT_REGION": REGION,
             "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
             "AWS_ENDPOINT_URL_LAMBDA": proxy.endpoint_url,
+            "AWS_ENDPOINT_URL_ECS": proxy.endpoint_url,
         }
 
     @contextlib.contextmanager
