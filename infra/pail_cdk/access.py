@@ -66,6 +66,11 @@ class Access:
     objects: Mapping[str, tuple[str, ...]]
     lists: tuple[str, ...] = field(default=())
 
+    @property
+    def read_only(self) -> bool:
+        """True when the role only reads (a directory bucket then grants ``ReadOnly`` sessions)."""
+        return all(actions == (GET,) for actions in self.objects.values())
+
 
 ENQUEUE = Access(objects={QUEUE: (PUT,)})
 # A keyed enqueue creates and reads its key record under keys/, and reads the

@@ -351,7 +351,14 @@ class PailFargateWorker(Construct):
                     scale_in_after=scale_in_after,
                     scale_out_cooldown=scale_out_cooldown,
                 )
-                if fewest == 0 and trigger_on_enqueue:
+                if fewest == 0 and trigger_on_enqueue and not queue.sends_events:
+                    queue.note_no_events(
+                        self,
+                        "the scale-out alarm starts the service from 0 tasks once a job has "
+                        "waited scale_out_after and the reaper has published it (keep "
+                        "min_tasks=1 for a faster start)",
+                    )
+                elif fewest == 0 and trigger_on_enqueue:
                     self.wake = ServiceWake(
                         self, "Wake", queue=queue, service=self.service, log_retention=log_retention
                     )
@@ -368,7 +375,9 @@ class PailFargateWorker(Construct):
                 platform_version=ecs.FargatePlatformVersion.LATEST,
             )
 
-        if trigger_on_enqueue:
+        if trigger_on_enqueue and not queue.sends_events:
+            queue.note_no_events(self, "the schedule starts tasks")
+        elif trigger_on_enqueue:
             self.enqueue_rule = events.Rule(
                 self,
                 "OnEnqueue",

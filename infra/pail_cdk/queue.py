@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Annotations, Duration, RemovalPolicy
+from aws_cdk import Annotations, Duration, RemovalPolicy, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -13,15 +13,24 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3express as s3express
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from pail import config, metrics_names
 from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace
 from pail.status_page import EXPOSED_HEADERS
+from pail.store.s3 import is_directory_bucket
 from pail_cdk import access, nag
 from pail_cdk.alarms import QueueAlarms, create_queue_alarms
 from pail_cdk.bundling import LAMBDA_RUNTIME, PYTHON_VERSION, pail_layers
+from pail_cdk.directory_bucket import (
+    check_zone_id,
+    create_directory_bucket,
+    directory_bucket_arn,
+    grant_sessions,
+)
+from pail_cdk.errors import PailCdkError
 
 REAPER_HANDLER = "pail.aws.reaper.handler"
 """The runtime's reaper Lambda handler, as ``module.function``."""
@@ -79,7 +88,16 @@ class PailQueue(Construct):
     since a job is never dropped. Incomplete multipart uploads are aborted
     after a day.
 
-    Attributes: ``bucket``, ``keys``, ``namespace``, ``visibility_timeout``,
+    **S3 Express One Zone**: ``express_zone_id="use1-az4"`` creates a
+    directory bucket in that Availability Zone instead
+    (``pail_cdk.directory_bucket`` says what differs: session grants per
+    bucket, no CORS, no events). ``bucket=`` also takes an existing directory
+    bucket by name (``s3.Bucket.from_bucket_name(self, "B",
+    "jobs--use1-az4--x-s3")``); it is granted through sessions too.
+
+    Attributes: ``bucket`` (a general purpose bucket's ``s3.IBucket``),
+    ``directory_bucket`` (the ``CfnDirectoryBucket`` it created, else None),
+    ``bucket_name``, ``express``, ``sends_events``, ``keys``, ``namespace``, ``visibility_timeout``,
     ``max_retries``, ``reaper_function``, ``reaper_role``, ``reaper_schedule`` (how
     often the reaper runs and publishes the queue's metrics), ``reaper_schedule_rule``,
     ``alarms`` and ``layers`` (the runtime layers, for functions that need them).
@@ -92,6 +110,8 @@ class PailQueue(Construct):
         *,
         bucket: s3.IBucket | None = None,
         bucket_props: s3.BucketProps | None = None,
+        express_zone_id: str | None = None,
+        express_bucket_name: str | None = None,
         namespace: str = "",
         visibility_timeout: Duration = DEFAULT_VISIBILITY_TIMEOUT,
         max_retries: int | None = config.DEFAULT_MAX_RETRIES,
@@ -113,6 +133,10 @@ class PailQueue(Construct):
 
         :param bucket: an existing bucket to hold the queue (not with ``bucket_props``).
         :param bucket_props: overrides for the new bucket's secure defaults.
+        :param express_zone_id: create an S3 Express One Zone directory bucket in this
+            Availability Zone ID (such as ``use1-az4``) instead of a general purpose bucket.
+        :param express_bucket_name: the directory bucket's base name; it is named
+            ``{base}--{zone id}--x-s3``. Default: a name CloudFormation generates.
         :param namespace: puts every key under ``{namespace}/`` so queues can share a bucket.
         :param visibility_timeout: how long a lease lives without a heartbeat.
         :param max_retries: retries before a job is dead-lettered; None retries forever.
@@ -123,7 +147,8 @@ class PailQueue(Construct):
             outlives its job's result would let a repeat run the job again.
         :param cors_allowed_origins: origins whose pages may GET results through presigned
             URLs. Default: any origin for a new bucket (a presigned URL is the credential),
-            none for an existing one. An empty list adds no CORS rule.
+            none for an existing one. An empty list adds no CORS rule. A directory bucket
+            has no CORS configuration, so it takes none.
         :param reaper_schedule: how often the reaper runs (at least one minute).
         :param reaper_timeout: the reaper's Lambda timeout, at most ``reaper_schedule``.
         :param reaper_memory_size: the reaper's memory in MiB.
@@ -138,6 +163,13 @@ class PailQueue(Construct):
         # Everything is checked before the construct joins the tree.
         if bucket is not None and bucket_props is not None:
             raise ValueError("PailQueue takes an existing bucket or bucket_props, not both")
+        _check_express(bucket, bucket_props, express_zone_id, express_bucket_name)
+        express = express_zone_id is not None or _names_directory_bucket(bucket)
+        if express and cors_allowed_origins:
+            raise ValueError(
+                "a directory bucket has no CORS configuration: pass no cors_allowed_origins "
+                "(browsers on other origins cannot read its results through presigned URLs)"
+            )
         validate_namespace(namespace)
         config.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
         config.validate_max_retries(max_retries)
@@ -151,14 +183,42 @@ class PailQueue(Construct):
         self.public_powertools_layer = public_powertools_layer
         self.reaper_schedule = reaper_schedule
 
-        if bucket is None:
-            self.bucket: s3.IBucket = self._new_bucket(bucket_props)
-            origins = ["*"] if cors_allowed_origins is None else list(cors_allowed_origins)
-        else:
-            self.bucket = bucket
-            origins = list(cors_allowed_origins or [])
         _check_dedup_key_ttl(dedup_key_ttl, result_ttl)
-        self._configure_bucket(origins, result_ttl, dlq_retention, dedup_key_ttl)
+        self._bucket: s3.IBucket | None = None
+        self.directory_bucket: s3express.CfnDirectoryBucket | None = None
+        self._directory_arn: str | None = None
+        self._imported_directory: str | None = None
+        if express_zone_id is not None:
+            self.directory_bucket = create_directory_bucket(
+                self,
+                "DirectoryBucket",
+                zone_id=express_zone_id,
+                base_name=express_bucket_name,
+                keys=self.keys,
+                rule_prefix=f"pail-{self.queue_dimension}",
+                result_ttl=result_ttl,
+                dlq_retention=dlq_retention,
+                dedup_key_ttl=dedup_key_ttl,
+            )
+            self._directory_arn = self.directory_bucket.attr_arn
+        elif bucket is None:
+            self._bucket = self._new_bucket(bucket_props)
+            origins = ["*"] if cors_allowed_origins is None else list(cors_allowed_origins)
+            self._configure_bucket(origins, result_ttl, dlq_retention, dedup_key_ttl)
+        elif express:
+            self._imported_directory = bucket.bucket_name
+            self._directory_arn = directory_bucket_arn(self, bucket.bucket_name)
+            Annotations.of(self).add_warning_v2(
+                "pail:ImportedBucket",
+                f"PailQueue cannot configure the imported directory bucket "
+                f"{bucket.bucket_name}: add lifecycle rules for done/ and dlq/ yourself, and "
+                "let lifecycle.s3.amazonaws.com open ReadWrite sessions on it.",
+            )
+        else:
+            self._bucket = bucket
+            self._configure_bucket(
+                list(cors_allowed_origins or []), result_ttl, dlq_retention, dedup_key_ttl
+            )
 
         self.layers = pail_layers(
             self, architecture=architecture, public_powertools=public_powertools_layer
@@ -206,6 +266,44 @@ class PailQueue(Construct):
         ):
             nag.acknowledge(bucket, nag.S1, S1_REASON)
         return bucket
+
+    @property
+    def bucket(self) -> s3.IBucket:
+        """The queue's general purpose bucket; an S3 Express queue has none (see ``bucket_name``)."""
+        if self._bucket is None:
+            raise PailCdkError(
+                f"pail queue {self.queue_dimension!r} lives in an S3 Express One Zone directory "
+                "bucket, which is no s3.IBucket: use bucket_name, directory_bucket and the "
+                "queue's grant_* methods"
+            )
+        return self._bucket
+
+    @property
+    def express(self) -> bool:
+        """True when the queue lives in an S3 Express One Zone directory bucket."""
+        return self._directory_arn is not None
+
+    @property
+    def bucket_name(self) -> str:
+        """The bucket's name (a token until deployment), whatever the kind of bucket."""
+        if self.directory_bucket is not None:
+            return self.directory_bucket.ref
+        if self._imported_directory is not None:
+            return self._imported_directory
+        return self.bucket.bucket_name
+
+    @property
+    def sends_events(self) -> bool:
+        """True when an enqueue reaches EventBridge as *Object Created* (a general purpose
+        bucket); a directory bucket sends no event notifications at all."""
+        return not self.express
+
+    def note_no_events(self, scope: Construct, instead: str) -> None:
+        """Say on ``scope`` that an enqueue wakes nothing in this queue's bucket, and what does."""
+        Annotations.of(scope).add_info(
+            f"pail queue {self.queue_dimension!r} is in a directory bucket, which sends no "
+            f"events: no rule starts work on an enqueue; {instead}"
+        )
 
     def _configure_bucket(
         self,
@@ -308,7 +406,7 @@ class PailQueue(Construct):
             max_event_age=Duration.seconds(event_age),
             environment=self.environment,
         )
-        access.grant(self.bucket, self.keys, role, access.REAP)
+        self._grant(role, access.REAP)
         nag.acknowledge(reaper, nag.L1, L1_REASON)
         return role, reaper
 
@@ -343,7 +441,7 @@ class PailQueue(Construct):
     def environment(self) -> dict[str, str]:
         """The environment variables that point the runtime at this queue."""
         env = {
-            config.ENV_BUCKET: self.bucket.bucket_name,
+            config.ENV_BUCKET: self.bucket_name,
             config.ENV_VISIBILITY_TIMEOUT: seconds(self.visibility_timeout),
             config.ENV_MAX_RETRIES: (
                 config.UNLIMITED if self.max_retries is None else str(self.max_retries)
@@ -357,13 +455,18 @@ class PailQueue(Construct):
         """The EventBridge pattern of "a job was enqueued": Object Created under ``queue/``.
 
         A retry writes ``queue/{id}`` again, so it matches too. Heartbeats and
-        results do not.
+        results do not. A directory bucket sends no events (``sends_events``).
         """
+        if not self.sends_events:
+            raise PailCdkError(
+                f"pail queue {self.queue_dimension!r} is in a directory bucket, which sends no "
+                "events: nothing matches an enqueue there"
+            )
         return events.EventPattern(
             source=["aws.s3"],
             detail_type=["Object Created"],
             detail={
-                "bucket": {"name": [self.bucket.bucket_name]},
+                "bucket": {"name": [self.bucket_name]},
                 "object": {"key": [{"prefix": self.keys.prefix(QUEUE)}]},
             },
         )
@@ -381,7 +484,7 @@ class PailQueue(Construct):
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` enqueue jobs: ``s3:PutObject`` on ``queue/*``, nothing else."""
-        return access.grant(self.bucket, self.keys, grantee, access.ENQUEUE)
+        return self._grant(grantee, access.ENQUEUE)
 
     def grant_enqueue_keyed(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` enqueue with dedup keys (``Pail.enqueue(key=...)``).
@@ -390,14 +493,14 @@ class PailQueue(Construct):
         under the four state prefixes (with their listing), which a repeat of a
         key needs to find its job.
         """
-        return access.grant(self.bucket, self.keys, grantee, access.ENQUEUE_KEYED)
+        return self._grant(grantee, access.ENQUEUE_KEYED)
 
     def grant_consume(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` work jobs: read, write and delete under this queue's four prefixes.
 
         Plus listing those prefixes only. Nothing outside the queue's prefixes.
         """
-        return access.grant(self.bucket, self.keys, grantee, access.CONSUME)
+        return self._grant(grantee, access.CONSUME)
 
     def grant_read_results(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` read results: ``s3:GetObject`` on ``done/*``.
@@ -405,11 +508,44 @@ class PailQueue(Construct):
         Plus ``s3:ListBucket`` for ``done/`` only, so a result that is not there
         yet reads as missing (404) instead of forbidden (403).
         """
-        return access.grant(self.bucket, self.keys, grantee, access.READ_RESULTS)
+        return self._grant(grantee, access.READ_RESULTS)
 
     def grant_read_status(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` read any job's status: ``s3:GetObject`` under the four prefixes."""
-        return access.grant(self.bucket, self.keys, grantee, access.READ_STATUS)
+        return self._grant(grantee, access.READ_STATUS)
+
+    def _grant(self, grantee: iam.IGrantable, role: access.Access) -> iam.Grant:
+        """``role``'s rights: per prefix in a general purpose bucket, sessions in a directory one."""
+        if self._directory_arn is not None:
+            return grant_sessions(self._directory_arn, grantee, read_only=role.read_only)
+        return access.grant(self.bucket, self.keys, grantee, role)
+
+
+def _names_directory_bucket(bucket: s3.IBucket | None) -> bool:
+    """True for an imported bucket whose (known) name is a directory bucket's."""
+    if bucket is None or Token.is_unresolved(bucket.bucket_name):
+        return False
+    return is_directory_bucket(bucket.bucket_name)
+
+
+def _check_express(
+    bucket: s3.IBucket | None,
+    bucket_props: s3.BucketProps | None,
+    zone_id: str | None,
+    base_name: str | None,
+) -> None:
+    if zone_id is None:
+        if base_name is not None:
+            raise ValueError(
+                "express_bucket_name needs express_zone_id (the directory bucket's zone)"
+            )
+        return
+    if bucket is not None or bucket_props is not None:
+        raise ValueError(
+            "PailQueue creates a directory bucket for express_zone_id; pass no bucket or "
+            "bucket_props with it"
+        )
+    check_zone_id(zone_id)
 
 
 def _check_reaper_timing(schedule: Duration, timeout: Duration) -> None:

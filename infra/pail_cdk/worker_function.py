@@ -106,7 +106,8 @@ class PailWorkerFunction(Construct):
         :param memory_size: memory in MiB.
         :param reserved_concurrency: the most copies that run at once; None for no cap.
         :param max_jobs: the most jobs one invocation works; None for no cap.
-        :param trigger_on_enqueue: invoke on Object Created under ``queue/``.
+        :param trigger_on_enqueue: invoke on Object Created under ``queue/`` (not for a
+            directory bucket, which sends no events).
         :param schedule: also invoke this often, as a safety net; None for no schedule.
         :param architecture: default: the queue's.
         :param public_powertools_layer: default: the queue's choice.
@@ -171,7 +172,11 @@ class PailWorkerFunction(Construct):
         nag.acknowledge(self.function, nag.L1, L1_REASON)
 
         self.enqueue_rule: events.Rule | None = None
-        if trigger_on_enqueue:
+        if trigger_on_enqueue and not queue.sends_events:
+            queue.note_no_events(
+                self, "the schedule and the reaper's self-heal (every minute) invoke the worker"
+            )
+        elif trigger_on_enqueue:
             self.enqueue_rule = events.Rule(
                 self,
                 "OnEnqueue",

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "infra") not in sys.path:
     sys.path.insert(0, str(ROOT / "infra"))
 
-from aws_cdk import App, Duration, Stack  # noqa: E402
+from aws_cdk import Acknowledgment, App, Duration, Stack, Validations  # noqa: E402
 from aws_cdk import aws_applicationautoscaling as appscaling  # noqa: E402
 from aws_cdk import aws_ecs as ecs  # noqa: E402
 from aws_cdk import aws_iam as iam  # noqa: E402
@@ -34,6 +34,7 @@ from aws_cdk import aws_lambda as lambda_  # noqa: E402
 from aws_cdk import aws_s3 as s3  # noqa: E402
 from aws_cdk import aws_sns as sns  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 import app as example_app  # noqa: E402
 from pail_cdk import FargateWorkerMode, PailFargateWorker, PailQueue, PailWorkerFunction  # noqa: E402
@@ -49,6 +50,7 @@ class Synthesis:
     report: dict[str, Any] = field(default_factory=dict)
     acknowledgements: dict[str, dict[str, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)
 
     def template(self, stack: str) -> Template:
         return Template.from_json(self.templates[stack])
@@ -78,6 +80,8 @@ def synthesize(app: App, outdir: Path) -> Synthesis:
                     result.acknowledgements.setdefault(construct_path, {}).update(entry["data"])
                 elif entry["type"] == "aws:cdk:warning":
                     result.warnings.append(f"{construct_path}: {entry['data']}")
+                elif entry["type"] == "aws:cdk:info":
+                    result.infos.append(f"{construct_path}: {entry['data']}")
     return result
 
 
@@ -215,6 +219,66 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
     OnceStack(app, "Once")
     ScaledStack(app, "Scaled")
     ServiceStack(app, "Service")
+    return synthesize(app, outdir)
+
+
+class ExpressStack(Stack):
+    """A queue in a new S3 Express One Zone directory bucket, worked by a Lambda and a
+    scaling Fargate service, with a producer and a result reader."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.queue = PailQueue(
+            self, "Jobs", express_zone_id="use1-az4", express_bucket_name="reports"
+        )
+        self.worker = PailWorkerFunction(
+            self,
+            "Worker",
+            queue=self.queue,
+            handler="report.handler",
+            code=lambda_.Code.from_asset(str(example_app.HANDLERS)),
+        )
+        self.service = PailFargateWorker(
+            self,
+            "Service",
+            queue=self.queue,
+            handler="report:run",
+            image=ecs.ContainerImage.from_registry("example/pail-worker:1"),
+            mode=FargateWorkerMode.SERVICE,
+            max_tasks=3,
+        )
+        self.roles = {
+            name: iam.Role(self, name, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+            for name in ("Producer", "Reader")
+        }
+        self.queue.grant_enqueue(self.roles["Producer"])
+        self.queue.grant_read_results(self.roles["Reader"])
+
+
+class ImportedExpressStack(Stack):
+    """A queue in an existing directory bucket, imported by its name."""
+
+    def __init__(self, scope: App, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        bucket = s3.Bucket.from_bucket_name(self, "Existing", "jobs--use1-az4--x-s3")
+        self.queue = PailQueue(self, "Queue", bucket=bucket, namespace="imports")
+        # What a user does once they have configured the bucket's lifecycle themselves.
+        Validations.of(self.queue).acknowledge(
+            Acknowledgment(
+                id="Annotation::pail:ImportedBucket",
+                reason="the bucket's lifecycle rules and policy are managed by another stack",
+            )
+        )
+
+
+@pytest.fixture(scope="session")
+def express(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    """S3 Express One Zone queues (``ExpressStack``, ``ImportedExpressStack``), cdk-nag attached."""
+    outdir = tmp_path_factory.mktemp("express")
+    app = App(context=example_app.cdk_json_context(), outdir=str(outdir), analytics_reporting=False)
+    ExpressStack(app, "Express")
+    ImportedExpressStack(app, "ImportedExpress")
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return synthesize(app, outdir)
 
 
