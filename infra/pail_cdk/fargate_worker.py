@@ -265,7 +265,9 @@ class PailFargateWorker(Construct):
         self.mode = parsed_mode
 
         own_network = cluster is None
-        self.cluster: ecs.ICluster = cluster if cluster is not None else self._new_cluster()
+        self.cluster: ecs.ICluster = (
+            cluster if cluster is not None else self._new_cluster(express=queue.express)
+        )
         if vpc_subnets is None:
             subnet_type = (
                 ec2.SubnetType.PUBLIC if own_network else ec2.SubnetType.PRIVATE_WITH_EGRESS
@@ -404,7 +406,7 @@ class PailFargateWorker(Construct):
         arn = f"arn:<AWS::Partition>:ecs:<AWS::Region>:*:task/{cluster}/*"
         nag.acknowledge(role, f"{nag.IAM5}[Resource::{arn}]", TAG_TASKS_REASON)
 
-    def _new_cluster(self) -> ecs.Cluster:
+    def _new_cluster(self, *, express: bool) -> ecs.Cluster:
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
         vpc = ec2.Vpc(
             self,
@@ -414,9 +416,7 @@ class PailFargateWorker(Construct):
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC)
             ],
-            gateway_endpoints={
-                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
-            },
+            gateway_endpoints=_gateway_endpoints(express),
             flow_logs={
                 "Rejected": ec2.FlowLogOptions(
                     destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
@@ -430,3 +430,13 @@ class PailFargateWorker(Construct):
             vpc=vpc,
             container_insights_v2=ecs.ContainerInsights.ENABLED,
         )
+
+
+def _gateway_endpoints(express: bool) -> dict[str, ec2.GatewayVpcEndpointOptions]:
+    """S3's gateway endpoint, and S3 Express's for a directory bucket (its zonal endpoint)."""
+    endpoints = {"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)}
+    if express:
+        endpoints["S3Express"] = ec2.GatewayVpcEndpointOptions(
+            service=ec2.GatewayVpcEndpointAwsService.S3_EXPRESS
+        )
+    return endpoints

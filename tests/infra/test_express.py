@@ -137,6 +137,16 @@ def test_given_express_queue_when_synthesised_then_workers_point_at_it_and_no_ru
     # and the scale-out alarm; each says so in the synth's messages.
     assert len([r for r in rules if "ScheduleExpression" in r["Properties"]]) == 2
     express.template("Express").resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 1)
+    # The tasks reach the directory bucket's zonal endpoint through its own gateway endpoint.
+    express.template("Express").has_resource_properties(
+        "AWS::EC2::VPCEndpoint",
+        {
+            "VpcEndpointType": "Gateway",
+            "ServiceName": {
+                "Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, ".s3express"]]
+            },
+        },
+    )
     notes = [info for info in express.infos if "sends no events" in info]
     assert {note.split(":", 1)[0] for note in notes} == {"/Express/Worker", "/Express/Service"}
 
