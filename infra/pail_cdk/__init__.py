@@ -2,8 +2,12 @@
 
 * ``PailQueue``: the secure bucket, the reaper on a schedule, alarms, ``grant_*``.
 * ``PailWorkerFunction``: the worker Lambda around a user's handler.
-* ``PailFargateWorker``: workers as Fargate tasks (one-shot or a service), with
+* ``PailFargateWorker``: workers as Fargate tasks (one-shot or a service, fixed or
+  auto scaling on the queue's metrics: ``QueueScaling``, ``ServiceWake``), with
   ``worker_image`` to build their image from the user's own folder.
+
+``PailQueue(express_zone_id=...)`` puts a queue in an S3 Express One Zone
+directory bucket (``pail_cdk.directory_bucket``).
 
 Install it with ``pip install "pailq[cdk]"``. Names (key prefixes, environment
 variables, metrics) come from the runtime package ``pail``, so the
@@ -31,6 +35,8 @@ from pail_cdk.errors import LayerBuildError, PailCdkError
 from pail_cdk.fargate_worker import FargateWorkerMode, PailFargateWorker
 from pail_cdk.image import worker_image
 from pail_cdk.queue import PailQueue
+from pail_cdk.scaling import QueueScaling
+from pail_cdk.wake import ServiceWake
 from pail_cdk.worker_function import PailWorkerFunction
 
 __all__ = [
@@ -42,7 +48,9 @@ __all__ = [
     "PailQueue",
     "PailWorkerFunction",
     "QueueAlarms",
+    "QueueScaling",
     "RuntimeBundle",
+    "ServiceWake",
     "public_powertools_layer",
     "runtime_layer",
     "worker_image",
