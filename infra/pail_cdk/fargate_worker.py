@@ -227,14 +227,16 @@ class PailFargateWorker(Construct):
             (default 0: none while the queue is idle).
         :param max_tasks: ``service`` mode: scale between ``min_tasks`` and this many tasks on
             the queue's metrics (``pail_cdk.scaling``).
-        :param scaling_steps: scale-out steps on the number of jobs waiting for a worker,
-            each a lower bound and the tasks to add (``appscaling.ScalingInterval(lower=,
-            change=)``). Default: one task per waiting job, at most 10 at once.
-        :param scale_out_after: add tasks when a due job has waited this long for a worker.
-        :param scale_in_after: stop tasks (down to ``min_tasks``) once none has held a job
-            and none was due for this long.
-        :param scale_out_cooldown: after adding tasks, how long to let them start before
-            adding more.
+        :param scaling_steps: with ``max_tasks``: scale-out steps on the number of jobs
+            waiting for a worker, each a lower bound and the tasks to add
+            (``appscaling.ScalingInterval(lower=, change=)``). Default: one task per waiting
+            job, at most 10 at once.
+        :param scale_out_after: with ``max_tasks``: add tasks when a due job has waited this
+            long for a worker.
+        :param scale_in_after: with ``max_tasks``: stop tasks (down to ``min_tasks``) once
+            none has held a job and none was due for this long.
+        :param scale_out_cooldown: with ``max_tasks``: after adding tasks, how long to let
+            them start before adding more.
         :param vpc_subnets: where tasks run; default: the cluster VPC's public subnets when
             this construct created the VPC, else its private subnets.
         :param security_groups: default: a new group with no inbound rules.

@@ -27,26 +27,37 @@ def _policy(*actions: str) -> Policy:
     return Policy(ROLE, (Statement("Allow", actions, (arn,), {}),))
 
 
-@pytest.fixture
-def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsProxy]:
+@pytest.fixture(scope="module")
+def running_proxy() -> Iterator[AwsProxy]:
+    """One proxy and one ECS client for the module (building a client loads ECS's model)."""
+    environment = {
+        "AWS_ACCESS_KEY_ID": ROLE,
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "AWS_SESSION_TOKEN": "session",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        wake_handler.ENV_CLUSTER: CLUSTER,
+        wake_handler.ENV_SERVICE: SERVICE,
+        wake_handler.ENV_TASKS: "1",
+    }
     # No S3 behind it: only the ECS double is used.
-    with AwsProxy("http://127.0.0.1:9", {ROLE: _policy(*WAKE_ACTIONS)}) as running:
-        for name, value in {
-            "AWS_ACCESS_KEY_ID": ROLE,
-            "AWS_SECRET_ACCESS_KEY": "secret",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_SESSION_TOKEN": "session",
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-            "AWS_ENDPOINT_URL_ECS": running.endpoint_url,
-            wake_handler.ENV_CLUSTER: CLUSTER,
-            wake_handler.ENV_SERVICE: SERVICE,
-            wake_handler.ENV_TASKS: "1",
-        }.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("AWS_PROFILE", raising=False)
-        monkeypatch.setattr(wake_handler, "_client", None)
+    with AwsProxy("http://127.0.0.1:9", {}) as running, pytest.MonkeyPatch.context() as patch:
+        for name, value in {**environment, "AWS_ENDPOINT_URL_ECS": running.endpoint_url}.items():
+            patch.setenv(name, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        patch.setattr(wake_handler, "_client", None)
         yield running
+
+
+@pytest.fixture
+def proxy(running_proxy: AwsProxy) -> AwsProxy:
+    """The module's proxy with no service, no request recorded, and the wake-up's policy."""
+    running_proxy.policies[ROLE] = _policy(*WAKE_ACTIONS)
+    running_proxy.ecs_services.clear()
+    running_proxy.ecs_updates.clear()
+    running_proxy.clear()
+    return running_proxy
 
 
 EVENT = {"detail-type": "Object Created", "detail": {"object": {"key": "exports/queue/01J"}}}
