@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from pail.errors import ConfigurationError
 
@@ -192,6 +193,33 @@ def validate_due(due: object, name: str = "not_before") -> datetime:
     return due
 
 
+def validate_endpoint_url(url: str, *, source: str = "endpoint_url") -> str:
+    """``url`` if it can be an S3 endpoint (``http(s)://host[:port][/path]``), else a ``ConfigurationError``.
+
+    ``source`` names where the value came from (an option, a variable) in the message.
+    botocore would only say "Invalid endpoint", as a bare ``ValueError``, at connect time.
+
+    >>> validate_endpoint_url("http://127.0.0.1:9000")
+    'http://127.0.0.1:9000'
+    >>> validate_endpoint_url("not-a-url")
+    Traceback (most recent call last):
+    ...
+    pail.errors.ConfigurationError: endpoint_url must be an http:// or https:// URL with a host, such as http://127.0.0.1:9000; got 'not-a-url'
+    """
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"{source} must be an http:// or https:// URL with a host, "
+            f"such as http://127.0.0.1:9000; got {url!r}"
+        )
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a worker or reaper entry point needs to connect to its queue."""
@@ -216,7 +244,9 @@ class Settings:
         if ENV_QUEUE in env:
             values["queue"] = env[ENV_QUEUE]
         if env.get(ENV_ENDPOINT_URL):
-            values["endpoint_url"] = env[ENV_ENDPOINT_URL]
+            values["endpoint_url"] = validate_endpoint_url(
+                env[ENV_ENDPOINT_URL], source=ENV_ENDPOINT_URL
+            )
         if ENV_VISIBILITY_TIMEOUT in env:
             try:
                 values["visibility_timeout"] = float(env[ENV_VISIBILITY_TIMEOUT])
@@ -228,6 +258,8 @@ class Settings:
         if ENV_MAX_RETRIES in env:
             values["max_retries"] = parse_max_retries(env[ENV_MAX_RETRIES])
         values.update({k: v for k, v in overrides.items() if v is not None})
+        if isinstance(overrides.get("endpoint_url"), str):
+            values["endpoint_url"] = validate_endpoint_url(str(overrides["endpoint_url"]))
         if not values.get("bucket"):
             raise ConfigurationError(f"no bucket: set {ENV_BUCKET} or pass bucket=")
         settings = cls(**values)  # type: ignore[arg-type]

@@ -23,6 +23,23 @@ class AccessDeniedError(PailError):
     """The credentials are missing, invalid, or not allowed to do this."""
 
 
+class CredentialsNotFoundError(AccessDeniedError):
+    """No AWS credentials were found: boto3's chain (environment, profile, role) came up empty.
+
+    ``where`` names the bucket and endpoint; the message ends with a hint for
+    Python callers, which the ``pail`` command replaces with its options.
+    """
+
+    HINT = (
+        "set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+        "or pass access_key_id= and secret_access_key= to Pail.connect"
+    )
+
+    def __init__(self, where: str, hint: str = HINT) -> None:
+        super().__init__(f"{where}: no AWS credentials found ({hint})")
+        self.where = where
+
+
 class StorageError(PailError):
     """The storage service failed in a way retries did not fix."""
 
@@ -77,4 +94,13 @@ class LeaseLostError(PailError):
 
 
 class JobNotFoundError(PailError, KeyError):
-    """No job with this id exists in the queue."""
+    """No job with this id exists in the queue.
+
+    Its text is the message as written: ``KeyError`` alone would quote it.
+
+    >>> str(JobNotFoundError("no job 01J to cancel"))
+    'no job 01J to cancel'
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()

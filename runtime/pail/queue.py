@@ -26,6 +26,7 @@ from pail.config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_VISIBILITY_TIMEOUT,
     validate_count,
+    validate_endpoint_url,
     validate_expiry,
     validate_max_retries,
     validate_seconds,
@@ -665,6 +666,8 @@ def build_client(
         )
     except ProfileNotFound as exc:
         raise ConfigurationError(f"AWS profile {profile!r} not found: {exc}") from exc
+    if endpoint_url is not None:
+        endpoint_url = validate_endpoint_url(endpoint_url)
     config = Config(
         # SigV4 everywhere: S3 refuses SigV2 presigned URLs on buckets made since 2020.
         signature_version="s3v4",
@@ -674,13 +677,18 @@ def build_client(
         max_pool_connections=32,
         s3={"addressing_style": "path"} if endpoint_url else None,
     )
-    client: S3Client = session.client(
-        "s3",
-        endpoint_url=endpoint_url,
-        aws_access_key_id=access_key_id,
-        aws_secret_access_key=secret_access_key,
-        aws_session_token=session_token,
-        region_name=region or session.region_name or "us-east-1",
-        config=config,
-    )
+    try:
+        client: S3Client = session.client(
+            "s3",
+            endpoint_url=endpoint_url,
+            aws_access_key_id=access_key_id,
+            aws_secret_access_key=secret_access_key,
+            aws_session_token=session_token,
+            region_name=region or session.region_name or "us-east-1",
+            config=config,
+        )
+    except ValueError as exc:
+        # botocore refuses a malformed endpoint (AWS_ENDPOINT_URL too) or region
+        # with a bare ValueError: that is configuration, not a bug.
+        raise ConfigurationError(f"cannot build an S3 client: {exc}") from exc
     return client

@@ -55,7 +55,7 @@ from types import FrameType
 from typing import Any
 
 from pail import config
-from pail.drain import StopReason, Tally, drain
+from pail.drain import Observer, StopReason, Tally, drain
 from pail.envparse import parse_seconds, read_count, read_seconds
 from pail.errors import AccessDeniedError, BucketNotFoundError, ConfigurationError, PailError
 from pail.queue import Pail
@@ -325,13 +325,15 @@ def run(
     job_timeout: float | None = None,
     min_poll_interval: float = 0.1,
     stop: threading.Event | None = None,
+    observer: Observer | None = None,
 ) -> RunSummary:
     """Run ``handler(payload)`` on the queue's jobs until done; see the module docstring.
 
     ``once`` drains (stops on an empty queue, after ``max_jobs``, default 1);
     otherwise it serves until a signal, ``stop``, ``max_jobs`` or
     ``time_budget``. Signal handlers are installed only when called from the
-    main thread, and the previous ones are put back on return.
+    main thread, and the previous ones are put back on return. ``observer``
+    sees each job start and end (default: ``drain.LoggingObserver``).
 
     >>> from pail.store import MemoryStore
     >>> queue = Pail(MemoryStore("jobs"))
@@ -353,6 +355,7 @@ def run(
             max_jobs=max_jobs,
             job_timeout=job_timeout,
             polling=polling,
+            observer=observer,
         )
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)

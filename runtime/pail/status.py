@@ -47,9 +47,12 @@ class JobState(StrEnum):
 class JobStatus:
     """What ``Pail.status`` reports about one job.
 
-    ``attempts`` is the number of attempts started so far. ``error`` is the
-    last failed attempt's error (for a pending or running job that was
-    retried) or the error that dead-lettered it (for a failed job).
+    ``attempts`` is the number of attempts started so far; the job does not
+    record how many it may have (that is the workers' ``max_retries``).
+    ``error`` is the last failed attempt's error (for a pending or running
+    job that was retried) or the error that dead-lettered it (for a failed
+    job). For a running job, ``holder`` is the worker that holds its lease
+    (``host:pid``) and ``updated_at`` the lease's last renewal.
     """
 
     id: str
@@ -59,6 +62,7 @@ class JobStatus:
     updated_at: datetime | None
     error: ErrorInfo | None = None
     progress: Any = None
+    holder: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +73,7 @@ class JobStatus:
             "updated_at": self.updated_at.isoformat() if self.updated_at else None,
             "error": self.error.to_json() if self.error else None,
             "progress": self.progress,
+            "holder": self.holder,
         }
 
 
@@ -214,4 +219,5 @@ def _running(
         modified,
         record.error,
         record.progress,
+        None if record.state == RETRYING else record.owner,
     )

@@ -28,6 +28,7 @@ from pail.errors import (
     ConditionFailedError,
     ConfigurationError,
     ConflictError,
+    CredentialsNotFoundError,
     StorageError,
 )
 from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
@@ -121,10 +122,7 @@ class S3Store:
             target = f" key {key!r}" if key else ""
             raise StorageError(f"{where}{target}: {code} ({status}): {message}") from exc
         except NoCredentialsError as exc:
-            raise AccessDeniedError(
-                f"{where}: no AWS credentials found (set AWS_PROFILE, AWS_ACCESS_KEY_ID/"
-                "AWS_SECRET_ACCESS_KEY, or pass access_key_id= and secret_access_key=)"
-            ) from exc
+            raise CredentialsNotFoundError(where) from exc
         except ParamValidationError as exc:
             raise ConfigurationError(f"{where}: {exc}") from exc
         except EndpointConnectionError as exc:
