@@ -1,7 +1,8 @@
 """How the ``pail`` command talks: Rich for people, JSON for scripts, one line per error.
 
 Every command renders through an ``Output``. In human mode it prints Rich
-tables and coloured states (plain text when stdout is not a terminal); with
+tables and coloured states on a terminal, and plain lines off one (a
+table becomes a tab-separated header and rows, for ``cut`` and ``awk``); with
 ``--json`` it prints exactly one JSON document per result on stdout, so
 ``pail status jobs ID --json | jq .state`` works. Errors always go to stderr
 as a single ``error: ...`` line, whatever the mode.
@@ -12,11 +13,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -83,6 +85,30 @@ def when(moment: datetime | None) -> str:
         return "-"
     stamp = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"{stamp} ({age(moment)} ago)"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column of ``Output.table``: its header, and how a terminal shows it."""
+
+    name: str
+    justify: JustifyMethod = "left"
+    style: str | None = None
+    wrap: bool = False
+
+    @property
+    def plain_name(self) -> str:
+        """The header off a terminal: one token, so a header splits like its rows.
+
+        >>> Column("holder / error / due").plain_name
+        'holder/error/due'
+        """
+        return "_".join(self.name.replace(" / ", "/").split())
+
+
+def _plain_cell(cell: str) -> str:
+    """A cell off a terminal: markup removed, on one line, no tab inside."""
+    return " ".join(Text.from_markup(cell).plain.split())
 
 
 class Output:
@@ -159,6 +185,47 @@ class Output:
         table.add_column(overflow="fold")
         for key, value in rows:
             table.add_row(key, value if isinstance(value, str) else escape(str(value)))
+        self.console.print(table)
+
+    def table(
+        self,
+        columns: Sequence[Column],
+        rows: Iterable[Sequence[str]],
+        title: str | None = None,
+    ) -> None:
+        """A table of rows (cells may hold markup): Rich on a terminal, plain lines off one.
+
+        Off a terminal (a pipe, a log) it prints a header line and one line
+        per row, cells separated by a tab, with no box, colour or wrapping,
+        so ``cut -f2`` and ``awk -F'\\t'`` read it; the title goes to stderr
+        as a note. ``--json`` remains the format to parse when it matters.
+
+        >>> import io, contextlib
+        >>> buffer = io.StringIO()
+        >>> with contextlib.redirect_stdout(buffer):
+        ...     Output().table([Column("pending"), Column("oldest pending")], [["2", "3m 12s"]])
+        >>> buffer.getvalue().splitlines()
+        ['pending\\toldest_pending', '2\\t3m 12s']
+        """
+        rows = [list(row) for row in rows]
+        if not self.console.is_terminal:
+            if title:
+                self.note(escape(Text.from_markup(title).plain))
+            self.line("\t".join(column.plain_name for column in columns))
+            for row in rows:
+                self.line("\t".join(_plain_cell(cell) for cell in row))
+            return
+        table = Table(title=title, title_justify="left")
+        for column in columns:
+            table.add_column(
+                column.name,
+                justify=column.justify,
+                style=column.style,
+                no_wrap=not column.wrap,
+                overflow="fold",
+            )
+        for row in rows:
+            table.add_row(*row)
         self.console.print(table)
 
     def pretty_json(self, data: Any) -> None:

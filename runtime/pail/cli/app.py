@@ -6,14 +6,15 @@ the exit code ``exit_codes`` documents; ``--debug`` adds the traceback.
 
 from __future__ import annotations
 
+import sys
 import traceback
-from typing import Any
+from typing import IO, Any
 
 import click
 
 from pail import __version__
 from pail.cli.context import global_options, options
-from pail.cli.exit_codes import HELP, ExitCode, exit_code_for
+from pail.cli.exit_codes import HELP, ExitCode, exit_code_for, message_for
 from pail.errors import PailError
 
 DESCRIPTION = """\
@@ -35,19 +36,82 @@ after the command. Credentials and region come from the usual AWS chain
 """
 
 
+class ShortUsageError(click.UsageError):
+    """A usage error told briefly: one line off a terminal, two on one (the error, then the usage).
+
+    click's own takes four lines (usage, a hint, a blank line, the error)
+    and puts the cause last, where a log reader looks least.
+    """
+
+    def __init__(self, message: str, ctx: click.Context | None = None) -> None:
+        super().__init__(message, ctx)
+
+    @classmethod
+    def of(cls, error: click.UsageError) -> ShortUsageError:
+        if isinstance(error, cls):
+            return error
+        return cls(error.format_message(), error.ctx)
+
+    def usage(self) -> str | None:
+        """The command's usage on one line, e.g. ``pail enqueue [OPTIONS] [BUCKET] JSON|@FILE|-``."""
+        if self.ctx is None:
+            return None
+        pieces = self.ctx.command.collect_usage_pieces(self.ctx)
+        return " ".join([self.ctx.command_path, *pieces])
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        file = file if file is not None else sys.stderr
+        usage = self.usage()
+        error = click.style("error:", fg="red", bold=True)
+        if usage is None:
+            click.echo(f"{error} {self.message}", file=file)
+        elif _is_terminal(file):
+            click.echo(f"{error} {self.message}", file=file)
+            click.echo(
+                click.style(f"usage: {usage}   ({self.ctx.command_path} --help for more)", dim=True)
+                if self.ctx is not None
+                else f"usage: {usage}",
+                file=file,
+            )
+        else:
+            click.echo(f"{error} {self.message} (usage: {usage})", file=file)
+
+
+def _is_terminal(stream: IO[Any]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False
+
+
+def _shortened(error: click.UsageError) -> click.UsageError:
+    # click's "no arguments: show the help" is a usage error whose show() prints the help.
+    if isinstance(error, click.exceptions.NoArgsIsHelpError):
+        return error
+    return ShortUsageError.of(error)
+
+
 class PailGroup(click.Group):
     """A click group that reports errors as one line and exits with a documented code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # in the order they were added: the workflow's order
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _shortened(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _shortened(exc) from None
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except PailError as exc:
-            _fail(ctx, exc, str(exc), exit_code_for(exc))
+            _fail(ctx, exc, message_for(exc), exit_code_for(exc))
         except KeyboardInterrupt:
             options(ctx).output().note("interrupted")
             raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
@@ -60,9 +124,9 @@ def _fail(ctx: click.Context, exc: BaseException, message: str, code: int) -> No
     out = opts.output()
     if opts.debug:
         traceback.print_exception(exc)
-    out.error(message)
     if code == ExitCode.ERROR and not opts.debug:
-        out.note("(run again with --debug for the traceback)")
+        message = f"{message} (--debug shows the traceback)"
+    out.error(message)
     raise click.exceptions.Exit(code) from None
 
 
