@@ -9,7 +9,8 @@ The bucket's CORS rule must allow GET from the page's origin
 (``cors_rule``). pail's embedded local server (moto) answers CORS for every
 origin, so the page works against it as is.
 
-``serve_status_page`` is what ``pail demo --open-status ID`` uses::
+``serve_status_page`` is what ``pail url BUCKET ID --page`` and ``pail demo
+--open-status`` use::
 
     url, stop = serve_status_page(pail, job_id)
     print(f"status page: {url}")

@@ -6,7 +6,6 @@ import sys
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.exit_codes import CommandError, ExitCode
@@ -15,7 +14,7 @@ from pail.operate.objects import JobKind, Reader
 from pail.operate.queues import queue_label
 from pail.operate.snapshot import take_snapshot
 from pail.operate.text import duration, one_line
-from pail.output import Output, state_text
+from pail.output import Column, Output, state_text
 from pail.queue import Pail
 
 
@@ -51,12 +50,9 @@ def render_jobs(out: Output, page: JobPage, where: str) -> None:
         out.line(f"no {page.kind.value} jobs in {where}")
     else:
         title = f"{len(page.rows)}{'+' if page.more else ''} {page.kind.value} job(s) in {where}"
-        table = Table(title=title, title_justify="left")
-        for name in ("id", "state", "age", "in state", "attempts", "holder / error / due"):
-            table.add_column(name, no_wrap=name != "holder / error / due", overflow="fold")
-        for row in page.rows:
-            table.add_row(*_row_cells(row))
-        out.print(table)
+        columns = [Column(name) for name in ("id", "state", "age", "in state", "attempts")]
+        columns.append(Column("holder / error / due", wrap=True))
+        out.table(columns, [_row_cells(row) for row in page.rows], title=escape(title))
     if page.more:
         hint = f" --after {page.next_after}" if page.next_after else ""
         out.note(f"more jobs than shown (a lower bound); next page:{hint} or a larger --limit")
@@ -178,20 +174,9 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
     def human() -> None:
         if not rows:
             out.line(f"no pail queue in s3://{name}/")
-        table = Table(title=f"queues in s3://{name}/", title_justify="left")
-        for column in (
-            "queue",
-            "pending",
-            "delayed",
-            "running",
-            "done",
-            "dead",
-            "cancelled",
-            "oldest pending",
-        ):
-            table.add_column(column, justify="left" if column == "queue" else "right")
-        for namespace, census in rows:
-            table.add_row(
+        names = ["pending", "delayed", "running", "done", "dead", "cancelled", "oldest pending"]
+        table = [
+            [
                 escape(queue_label(namespace)),
                 str(census.pending),
                 str(census.delayed),
@@ -200,9 +185,12 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
                 str(census.dead_lettered),
                 str(census.cancelled),
                 duration(census.oldest_pending_age),
-            )
+            ]
+            for namespace, census in rows
+        ]
         if rows:
-            out.print(table)
+            columns = [Column("queue"), *(Column(n, justify="right") for n in names)]
+            out.table(columns, table, title=f"queues in s3://{name}/")
         if found.foreign:
             shown = ", ".join(one_line(name, 40) for name in found.foreign[:5])
             out.note(f"not queues: {shown}{' ...' if len(found.foreign) > 5 else ''}")

@@ -29,11 +29,12 @@ from pail.config import (
     MAX_VISIBILITY_TIMEOUT,
     Settings,
     parse_max_retries,
+    validate_endpoint_url,
 )
 from pail.errors import ConfigurationError
 from pail.ids import validate_job_id
 from pail.output import Output
-from pail.queue import Pail
+from pail.queue import Pail, validate_bucket_name
 
 
 @dataclass
@@ -92,6 +93,23 @@ class Options:
             raise
 
 
+class EndpointUrl(click.ParamType[str, Any]):
+    """An ``http(s)://`` endpoint URL, checked as the option is read: a bad one is a usage error.
+
+    >>> EndpointUrl().convert("http://127.0.0.1:9000", None, None)
+    'http://127.0.0.1:9000'
+    """
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        source = f"--{param.name.replace('_', '-')}" if param is not None and param.name else "URL"
+        try:
+            return validate_endpoint_url(str(value), source=source)
+        except ConfigurationError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+
+
 def options(ctx: click.Context) -> Options:
     """The ``Options`` of this invocation (shared by the group and its commands)."""
     return ctx.ensure_object(Options)
@@ -116,6 +134,7 @@ def global_options[F: Callable[..., Any]](func: F) -> F:
     decorators = [
         _option(
             "--endpoint-url",
+            type=EndpointUrl(),
             metavar="URL",
             help=f"S3 endpoint, e.g. http://127.0.0.1:9000 for `pail server` [env {ENV_ENDPOINT_URL}].",
         ),
@@ -159,18 +178,56 @@ def resolve_bucket(bucket: str | None, env: Mapping[str, str] | None = None) -> 
     return resolved
 
 
-def split_bucket(args: Sequence[str], names: Sequence[str]) -> tuple[str, list[str]]:
+def split_bucket(
+    args: Sequence[str],
+    names: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    instead: str = "",
+) -> tuple[str, list[str]]:
     """Split ``[BUCKET] NAME...`` positionals: BUCKET may be left out when ``$PAIL_BUCKET`` is set.
 
-    >>> split_bucket(["jobs", "01J"], ["ID"])
+    A usage error names what is missing: ``pail result jobs`` lacks the ID,
+    not the bucket (a first argument that can be a bucket name is taken for
+    one). ``instead`` is appended to it (``"or give --all"``).
+
+    >>> split_bucket(["jobs", "01J"], ["ID"], {})
     ('jobs', ['01J'])
+    >>> split_bucket(["jobs"], ["ID"], {})
+    Traceback (most recent call last):
+    ...
+    click.exceptions.UsageError: missing ID after BUCKET 'jobs'
     """
+    env = os.environ if env is None else env
     if len(args) == len(names) + 1:
         return args[0], list(args[1:])
-    if len(args) == len(names):
-        return resolve_bucket(None), list(args)
-    wanted = " ".join(["[BUCKET]", *names])
-    raise click.UsageError(f"expected {wanted}, got {len(args)} argument(s)")
+    from_env = env.get(ENV_BUCKET)
+    if len(args) == len(names) and from_env:
+        return from_env, list(args)
+    if len(args) > len(names) + 1:
+        wanted = " ".join(["[BUCKET]", *names])
+        raise click.UsageError(f"too many arguments: expected {wanted}, got {len(args)}")
+    after = ""
+    if from_env:
+        missing = list(names[len(args) :])
+    elif args and _can_be_bucket(args[0]):
+        missing = list(names[len(args) - 1 :])
+        after = f" after BUCKET {args[0]!r}"
+    else:
+        missing = ["BUCKET", *names[len(args) :]]
+    hints = [f"BUCKET may come from {ENV_BUCKET}"] if missing[0] == "BUCKET" else []
+    if instead:
+        hints.append(instead)
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    raise click.UsageError(f"missing {' and '.join(missing)}{after}{hint}")
+
+
+def _can_be_bucket(text: str) -> bool:
+    try:
+        validate_bucket_name(text)
+    except ConfigurationError:
+        return False
+    return True
 
 
 def checked_id(job_id: str) -> str:

@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from pail.cli.context import (
     bucket_argument,
@@ -20,7 +19,7 @@ from pail.cli.exit_codes import CommandError, ExitCode
 from pail.codec import DeadLetter
 from pail.errors import DecodeError
 from pail.ids import ulid_time, validate_job_id
-from pail.output import Output, compact, when
+from pail.output import Column, Output, compact, when
 from pail.queue import Pail
 
 
@@ -62,22 +61,29 @@ def dlq() -> None:
 
 def render_list(out: Output, letters: list[DeadLetter]) -> None:
     if not letters:
-        out.print("[green]the dead-letter queue is empty[/]")
+        out.note("the dead-letter queue is empty")
         return
-    table = Table(title=f"{len(letters)} dead-lettered job(s)", title_justify="left")
-    table.add_column("id", no_wrap=True)
-    table.add_column("attempts", justify="right")
-    table.add_column("enqueued", no_wrap=True)
-    table.add_column("error", style="red", overflow="fold")
+    rows = []
     for letter in letters:
         enqueued = ulid_time(letter.job_id)
-        table.add_row(
-            letter.job_id,
-            str(letter.attempts),
-            enqueued.strftime("%Y-%m-%d %H:%M") if enqueued else "-",
-            escape(compact(str(letter.error) if letter.error else "no error recorded", 120)),
+        rows.append(
+            [
+                escape(letter.job_id),
+                str(letter.attempts),
+                enqueued.strftime("%Y-%m-%d %H:%M") if enqueued else "-",
+                escape(compact(str(letter.error) if letter.error else "no error recorded", 120)),
+            ]
         )
-    out.print(table)
+    out.table(
+        [
+            Column("id"),
+            Column("attempts", justify="right"),
+            Column("enqueued"),
+            Column("error", style="red", wrap=True),
+        ],
+        rows,
+        title=f"{len(letters)} dead-lettered job(s)",
+    )
 
 
 @dlq.command("list")
@@ -117,7 +123,7 @@ def render_letter(out: Output, letter: DeadLetter, bucket: str) -> None:
 
 
 @dlq.command()
-@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.argument("args", nargs=-1, metavar="[BUCKET] ID")
 @global_options
 @click.pass_context
 def show(ctx: click.Context, args: tuple[str, ...]) -> None:
@@ -147,9 +153,7 @@ def redrive(ctx: click.Context, args: tuple[str, ...], everything: bool) -> None
             raise click.UsageError("--all takes no ID: pail dlq redrive [BUCKET] --all")
         bucket, job_id = resolve_bucket(args[0] if args else None), None
     else:
-        if not args:
-            raise click.UsageError("give a job ID, or --all")
-        bucket, (given,) = split_bucket(args, ["ID"])
+        bucket, (given,) = split_bucket(args, ["ID"], instead="or give --all")
         job_id = checked_id(given)
     opts = options(ctx)
     pail = opts.connect(bucket)
@@ -172,7 +176,7 @@ def redrive(ctx: click.Context, args: tuple[str, ...], everything: bool) -> None
 
 
 @dlq.command()
-@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.argument("args", nargs=-1, metavar="[BUCKET] ID")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @global_options
 @click.pass_context

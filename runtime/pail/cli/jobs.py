@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
 
 
 @click.command()
-@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] JSON|@FILE|-")
+@click.argument("args", nargs=-1, metavar="[BUCKET] JSON|@FILE|-")
 @click.option("--lines", is_flag=True, help="Each line of the input is one payload (JSON Lines).")
 @click.option(
     "--key",
@@ -141,20 +142,23 @@ def read_status(pail: Pail, job_id: str) -> JobStatus:
     return status
 
 
-def _attempts(status: JobStatus, max_retries: int | None) -> str:
-    if max_retries is None:
-        return str(status.attempts)
-    return f"{status.attempts} of {max_retries + 1}"
+def render_status(out: Output, status: JobStatus, traceback: bool) -> None:
+    """A job's status as labelled rows.
 
-
-def render_status(out: Output, status: JobStatus, max_retries: int | None, traceback: bool) -> None:
+    "attempts" is what the job records: the attempts started. The retry
+    limit is the workers' setting, not the job's, so none is shown.
+    """
     rows: list[tuple[str, Any]] = [
         ("job", status.id),
         ("state", state_text(status.state.value)),
-        ("attempts", _attempts(status, max_retries)),
+        ("attempts", str(status.attempts)),
         ("enqueued", when(status.enqueued_at)),
-        ("updated", when(status.updated_at)),
     ]
+    if status.state is JobState.RUNNING:
+        rows.append(("holder", escape(status.holder or "-")))
+        rows.append(("last renewal", when(status.updated_at)))
+    else:
+        rows.append(("updated", when(status.updated_at)))
     if status.progress is not None:
         rows.append(("progress", compact(status.progress, 200)))
     if status.error is not None:
@@ -167,13 +171,16 @@ def render_status(out: Output, status: JobStatus, max_retries: int | None, trace
 
 
 @click.command()
-@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.argument("args", nargs=-1, metavar="[BUCKET] ID")
 @click.option("--traceback", is_flag=True, help="Also print the last error's traceback.")
 @global_options
 @click.pass_context
 def status(ctx: click.Context, args: tuple[str, ...], traceback: bool) -> None:
-    """Show where a job is: pending, running, done or failed, with its last error.
+    """Show where a job is: pending, running, done, failed or cancelled, with its last error.
 
+    A running job shows the worker that holds it and its lease's last
+    renewal. "attempts" counts the attempts started; how many a job may
+    have is the workers' --max-retries, which the job does not record.
     Exits 3 if no job has this id.
     """
     bucket, (job_id,) = split_bucket(args, ["ID"])
@@ -182,7 +189,7 @@ def status(ctx: click.Context, args: tuple[str, ...], traceback: bool) -> None:
     pail = opts.connect(bucket)
     found = read_status(pail, job_id)
     out = opts.output()
-    out.result(found.to_json(), lambda: render_status(out, found, pail.max_retries, traceback))
+    out.result(found.to_json(), lambda: render_status(out, found, traceback))
     if found.state is JobState.FAILED and not opts.json:
         out.note(
             f"inspect: pail dlq show {bucket} {job_id}   retry: pail dlq redrive {bucket} {job_id}"
@@ -201,13 +208,22 @@ class _Backoff:
         return delay
 
 
+ENDED_WITHOUT_RESULT = frozenset({JobState.FAILED, JobState.CANCELLED})
+"""States a job never leaves and that never have a result: waiting for one is pointless."""
+
+
 def _not_done(status: JobStatus, bucket: str) -> CommandError:
     if status.state is JobState.FAILED:
         error = f": {status.error}" if status.error else ""
         return CommandError(
             f"job {status.id} failed after {status.attempts} attempt(s) and was dead-lettered"
-            f"{error} (pail dlq show {bucket} {status.id})",
+            f"{error}; it will never have a result (pail dlq show {bucket} {status.id})",
             ExitCode.JOB_FAILED,
+        )
+    if status.state is JobState.CANCELLED:
+        return CommandError(
+            f"job {status.id} was cancelled; it will never have a result",
+            ExitCode.JOB_CANCELLED,
         )
     return CommandError(
         f"job {status.id} is {status.state.value} (attempt {status.attempts}); no result yet",
@@ -235,7 +251,7 @@ def fetch_result(
         found = read_status(pail, job_id)
         if found.state is JobState.DONE:
             continue  # finished between the two reads
-        if found.state is JobState.FAILED or not wait:
+        if found.state in ENDED_WITHOUT_RESULT or not wait:
             raise _not_done(found, pail.bucket)
         if not announced and on_wait is not None:
             on_wait(found)
@@ -254,8 +270,10 @@ def fetch_result(
 
 
 @click.command()
-@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
-@click.option("--wait", is_flag=True, help="Wait until the job is done (or dead-lettered).")
+@click.argument("args", nargs=-1, metavar="[BUCKET] ID")
+@click.option(
+    "--wait", is_flag=True, help="Wait until the job is done (or dead-lettered, or cancelled)."
+)
 @click.option(
     "--timeout",
     type=Seconds(),
@@ -282,7 +300,8 @@ def result(
     """Print a job's result (the handler's return value, as JSON).
 
     Exits 4 while the job is pending or running (or when --wait times out),
-    5 if it was dead-lettered, 3 if there is no such job.
+    5 if it was dead-lettered, 6 if it was cancelled (--wait stops waiting
+    for either: such a job never has a result), 3 if there is no such job.
     """
     if timeout is not None and not wait:
         raise click.UsageError("--timeout needs --wait")
@@ -302,7 +321,7 @@ def result(
 
 
 @click.command()
-@click.argument("args", nargs=-1, required=True, metavar="[BUCKET] ID")
+@click.argument("args", nargs=-1, metavar="[BUCKET] ID")
 @click.option(
     "--expires",
     type=click.IntRange(min=1, max=604800),
@@ -314,21 +333,53 @@ def result(
 @click.option(
     "--status", "all_states", is_flag=True, help="Print the URL of every state the job can be in."
 )
+@click.option(
+    "--page",
+    is_flag=True,
+    help="Serve the job's live status page on 127.0.0.1 and print its link (Ctrl-C stops it).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="With --page: open it in a browser.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="With --page: the port on 127.0.0.1 [default: a free one].",
+)
 @global_options
 @click.pass_context
-def url(ctx: click.Context, args: tuple[str, ...], expires: int, all_states: bool) -> None:
+def url(
+    ctx: click.Context,
+    args: tuple[str, ...],
+    expires: int,
+    all_states: bool,
+    page: bool,
+    open_browser: bool,
+    port: int,
+) -> None:
     """Print a presigned URL that GETs the job's result, for a browser or curl.
 
     The URL answers 404 until the job is done. With --status, print one URL
     per state (pending, running, done, failed): the job is in whichever
     answers 200, which is how a status page polls with no backend.
     Presigning is local: no request is made.
+
+    With --page, serve the browser status page (docs/status-page.md) for the
+    job on 127.0.0.1 until Ctrl-C (exit 130) and print its link; the page
+    polls the bucket itself, so the bucket's CORS rule must allow the page's
+    origin (the local server allows any). Exits 3 if no job has this id.
     """
+    if page and all_states:
+        raise click.UsageError("--page and --status do not go together")
+    if (open_browser or port) and not page:
+        raise click.UsageError("--open and --port need --page")
     bucket, (job_id,) = split_bucket(args, ["ID"])
     job_id = checked_id(job_id)
     opts = options(ctx)
     pail = opts.connect(bucket)
     out = opts.output()
+    if page:
+        serve_page(pail, out, job_id, expires=expires, port=port, open_browser=open_browser)
+        return
     if all_states:
         urls = pail.status_urls(job_id, expires_in=expires)
 
@@ -340,3 +391,26 @@ def url(ctx: click.Context, args: tuple[str, ...], expires: int, all_states: boo
         return
     link = pail.result_url(job_id, expires_in=expires)
     out.result({"id": job_id, "expires_in": expires, "url": link}, lambda: out.line(link))
+
+
+def serve_page(
+    pail: Pail, out: Output, job_id: str, *, expires: int, port: int, open_browser: bool
+) -> None:
+    """``url --page``: serve the job's status page until Ctrl-C (which ends the command, 130)."""
+    from pail.status_page import serve_status_page
+
+    read_status(pail, job_id)  # a clear not-found before anything is served
+    try:
+        link, stop = serve_status_page(pail, job_id, port=port, expires_in=expires)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
+    try:
+        out.result({"id": job_id, "expires_in": expires, "page": link}, lambda: out.line(link))
+        out.note(f"status page of job {job_id}; its links expire in {expires} s (Ctrl-C stops it)")
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(link)
+        threading.Event().wait()
+    finally:
+        stop()

@@ -15,28 +15,33 @@ from rich.text import Text
 
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.params import Seconds
-from pail.output import Output, age, to_json_text
+from pail.output import Column, Output, age, to_json_text
 from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
 from pail.stats import Stats
 
 
-def stats_table(
-    pail: Pail, stats: Stats, rate: float | None = None, *, with_rate: bool = False
-) -> Table:
-    """The queue's counts as a one-row Rich table; ``with_rate`` adds a done/s column."""
-    where = f"s3://{pail.bucket}/{pail.keys.root}"
-    table = Table(title=f"{where}  ({pail.mode.value})", title_justify="left")
-    for name, style in (
-        ("pending", "yellow"),
-        ("delayed", "yellow"),
-        ("running", "cyan"),
-        ("done", "green"),
-        ("failed", "red"),
-        ("cancelled", "magenta"),
-    ):
-        table.add_column(name, justify="right", style=style)
-    table.add_column("oldest pending", justify="right")
+def stats_title(pail: Pail) -> str:
+    """Where the counts come from: ``s3://bucket/namespace/  (mode)``."""
+    return f"s3://{pail.bucket}/{pail.keys.root}  ({pail.mode.value})"
+
+
+def stats_cells(
+    stats: Stats, rate: float | None = None, *, with_rate: bool = False
+) -> tuple[list[Column], list[str]]:
+    """The queue's counts as columns and one row of cells; ``with_rate`` adds done/s."""
+    columns = [
+        Column(name, justify="right", style=style)
+        for name, style in (
+            ("pending", "yellow"),
+            ("delayed", "yellow"),
+            ("running", "cyan"),
+            ("done", "green"),
+            ("failed", "red"),
+            ("cancelled", "magenta"),
+        )
+    ]
+    columns.append(Column("oldest pending", justify="right"))
     cells = [
         str(stats.pending),
         str(stats.delayed),
@@ -47,8 +52,19 @@ def stats_table(
     ]
     cells.append(age(stats.oldest_pending) if stats.oldest_pending else "-")
     if with_rate:
-        table.add_column("done/s", justify="right")
+        columns.append(Column("done/s", justify="right"))
         cells.append("-" if rate is None else f"{rate:.1f}")
+    return columns, cells
+
+
+def stats_table(
+    pail: Pail, stats: Stats, rate: float | None = None, *, with_rate: bool = False
+) -> Table:
+    """The queue's counts as a one-row Rich table, for the live display of ``--watch``."""
+    columns, cells = stats_cells(stats, rate, with_rate=with_rate)
+    table = Table(title=stats_title(pail), title_justify="left")
+    for column in columns:
+        table.add_column(column.name, justify=column.justify, style=column.style)
     table.add_row(*cells)
     return table
 
@@ -106,9 +122,8 @@ def watch(
                 live.update(Group(render(stats, per_second), hint), refresh=True)
             else:
                 out.line(f"{time.strftime('%H:%M:%S')} {stats_line(stats, per_second)}")
-    except KeyboardInterrupt:
-        pass  # the normal way to leave a watch
     finally:
+        # Ctrl-C (the usual way to leave a watch) goes on to the group: exit 130.
         if live is not None:
             live.stop()
 
@@ -141,8 +156,9 @@ def stats(
     "done" counts successes (cancelled jobs have their own column).
 
     With --watch it refreshes in place on a terminal, prints one line per
-    refresh when piped, and one JSON object per refresh with --json.
-    Each refresh lists every prefix of the queue.
+    refresh when piped, and one JSON object per refresh with --json. Each
+    refresh lists every prefix of the queue. Ctrl-C ends a watch with exit
+    code 130 (--count N ends it with 0).
     """
     opts = options(ctx)
     pail = opts.connect(resolve_bucket(bucket))
@@ -157,7 +173,8 @@ def stats(
         )
         return
     current = pail.stats()
-    out.result(current.to_json(), lambda: out.print(stats_table(pail, current)))
+    columns, cells = stats_cells(current)
+    out.result(current.to_json(), lambda: out.table(columns, [cells], title=stats_title(pail)))
 
 
 def render_reap(out: Output, report: ReapReport) -> None:
@@ -189,7 +206,8 @@ def render_reap(out: Output, report: ReapReport) -> None:
     "--every",
     type=Seconds(minimum=0.1),
     metavar="SECONDS",
-    help="Keep reaping at this interval until Ctrl-C (a local stand-in for the scheduled reaper).",
+    help="Keep reaping at this interval until Ctrl-C, exit 130 (a local stand-in for the "
+    "scheduled reaper).",
 )
 @click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --every: N passes.")
 @global_options
@@ -206,13 +224,9 @@ def reap(ctx: click.Context, bucket: str | None, every: float | None, count: int
     out = opts.output()
     passes = 1 if every is None else count
     done = 0
-    try:
-        while passes is None or done < passes:
-            if done:
-                time.sleep(every or 0)
-            report = pail.reap()
-            done += 1
-            out.result(dataclasses.asdict(report), lambda report=report: render_reap(out, report))
-    except KeyboardInterrupt:
-        if every is None:
-            raise
+    while passes is None or done < passes:  # Ctrl-C ends it with exit code 130
+        if done:
+            time.sleep(every or 0)
+        report = pail.reap()
+        done += 1
+        out.result(dataclasses.asdict(report), lambda report=report: render_reap(out, report))

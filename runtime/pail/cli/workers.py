@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 from pail import config, runner
-from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
-from pail.cli.exit_codes import CommandError
+from pail.cli import worker_log
+from pail.cli.context import Options, bucket_argument, global_options, options, resolve_bucket
+from pail.cli.exit_codes import CommandError, message_for
 from pail.cli.params import Seconds
+from pail.cli.worker_log import worker_logging
 from pail.envparse import read_count, read_seconds
 from pail.errors import AccessDeniedError, BucketNotFoundError, ConfigurationError, PailError
 from pail.output import to_json_text
+from pail.queue import Pail
 
 EXIT_HELP = f"""\b
 Exit codes (pail.runner's):
@@ -35,6 +37,8 @@ Exit codes (pail.runner's):
      imported, an invalid setting, a missing bucket, denied access"""
 
 _CONFIG_ERRORS = (ConfigurationError, BucketNotFoundError, AccessDeniedError)
+
+log = logging.getLogger("pail.work")
 
 
 def _worker_options[F: Callable[..., Any]](func: F) -> F:
@@ -75,15 +79,44 @@ def _worker_options[F: Callable[..., Any]](func: F) -> F:
     return func
 
 
-def _configure_logging(debug: bool) -> None:
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=logging.INFO,
-            format="%(asctime)s %(levelname)s %(name)s %(message)s",
-            stream=sys.stderr,
-        )
-    if debug:
-        logging.getLogger("pail").setLevel(logging.DEBUG)
+def _logging_options[F: Callable[..., Any]](func: F) -> F:
+    decorators = [
+        click.option(
+            "--log-level",
+            type=click.Choice(worker_log.LEVELS),
+            default=None,
+            help="Log level on stderr [default: info; debug with --debug].",
+        ),
+        click.option(
+            "--log-format",
+            type=click.Choice(["text", "json"]),
+            default="text",
+            show_default=True,
+            help="Log lines as text, or as one JSON object per line (for log shippers).",
+        ),
+        # Tests shorten it; an operator has no reason to.
+        click.option("--idle-every", type=click.FloatRange(min=0.05), default=None, hidden=True),
+    ]
+    for decorate in reversed(decorators):
+        func = decorate(func)
+    return func
+
+
+def _start_line(pail: Pail, spec: str, *, once: bool, poll_interval: float) -> None:
+    """The first line of a run: where it works and with what, so a log says it at once."""
+    queue = pail.keys.root.rstrip("/") or "(default)"
+    retries = "none" if pail.max_retries is None else str(pail.max_retries)
+    log.info(
+        "pail %s: bucket %s, queue %s, handler %s; visibility timeout %g s, max retries %s%s",
+        "work-once" if once else "work",
+        pail.bucket,
+        queue,
+        spec,
+        pail.visibility_timeout,
+        retries,
+        "" if once else f", polling every {poll_interval:g} s at most when idle",
+        extra={"bucket": pail.bucket, "queue": queue, "handler": spec},
+    )
 
 
 def _run(
@@ -98,16 +131,66 @@ def _run(
     job_timeout: float | None,
     poll_interval: float = 20.0,
     empty_exit_code: int = runner.EXIT_EMPTY,
+    log_level: str | None = None,
+    log_format: worker_log.LogFormat = "text",
+    idle_every: float | None = None,
 ) -> None:
     opts = options(ctx)
-    _configure_logging(opts.debug)
+    level = log_level or ("debug" if opts.debug else "info")
+    with worker_logging(level, log_format):
+        summary = _serve(
+            opts,
+            once=once,
+            bucket=bucket,
+            handler=handler,
+            max_jobs=max_jobs,
+            time_budget=time_budget,
+            grace_period=grace_period,
+            job_timeout=job_timeout,
+            poll_interval=poll_interval,
+            idle_every=idle_every,
+        )
+        unrecorded = f", {summary.unrecorded} not recorded" if summary.unrecorded else ""
+        log.info(
+            "processed %d job(s): %d succeeded, %d failed%s; stopped: %s",
+            summary.processed,
+            summary.succeeded,
+            summary.failed,
+            unrecorded,
+            summary.stop_reason,
+        )
+        if summary.error:
+            log.error("S3 kept failing: %s", summary.error)
+    opts.output().line(to_json_text(summary.to_json()))
+    ctx.exit(runner.exit_code(summary, empty=empty_exit_code))
+
+
+def _serve(
+    opts: Options,
+    *,
+    once: bool,
+    bucket: str | None,
+    handler: str | None,
+    max_jobs: int | None,
+    time_budget: float | None,
+    grace_period: float | None,
+    job_timeout: float | None,
+    poll_interval: float,
+    idle_every: float | None,
+) -> runner.RunSummary:
+    reporter = None
     try:
         spec = handler or os.environ.get(config.ENV_HANDLER, "").strip()
         if not spec:
             raise ConfigurationError(f"no handler: pass --handler or set {config.ENV_HANDLER}")
         function = runner.load_handler(spec)
         pail = opts.connect(resolve_bucket(bucket))
-        summary = runner.run(
+        _start_line(pail, spec, once=once, poll_interval=poll_interval)
+        if not once:
+            reporter = worker_log.IdleReporter(
+                every=idle_every or worker_log.IDLE_EVERY, poll_interval=poll_interval
+            ).start()
+        return runner.run(
             pail,
             function,
             once=once,
@@ -125,27 +208,21 @@ def _run(
             job_timeout=(
                 job_timeout if job_timeout is not None else read_seconds(config.ENV_JOB_TIMEOUT)
             ),
+            observer=reporter,
         )
     except _CONFIG_ERRORS as exc:
-        raise CommandError(str(exc), runner.EXIT_CONFIG) from exc
+        raise CommandError(message_for(exc), runner.EXIT_CONFIG) from exc
     except PailError as exc:
-        raise CommandError(str(exc), runner.EXIT_ERROR) from exc
-    out = opts.output()
-    if not opts.json:
-        unrecorded = f", {summary.unrecorded} not recorded" if summary.unrecorded else ""
-        out.note(
-            f"processed {summary.processed} job(s): {summary.succeeded} succeeded, "
-            f"{summary.failed} failed{unrecorded}; stopped: {summary.stop_reason}"
-        )
-    if summary.error:
-        click.echo(f"pail: S3 kept failing: {summary.error}", err=True)
-    out.line(to_json_text(summary.to_json()))
-    ctx.exit(runner.exit_code(summary, empty=empty_exit_code))
+        raise CommandError(message_for(exc), runner.EXIT_ERROR) from exc
+    finally:
+        if reporter is not None:
+            reporter.stop()
 
 
 @click.command(epilog=EXIT_HELP)
 @bucket_argument
 @_worker_options
+@_logging_options
 @click.option(
     "--poll-interval",
     type=Seconds(minimum=0.1),
@@ -164,6 +241,9 @@ def work(
     time_budget: float | None,
     grace_period: float | None,
     job_timeout: float | None,
+    log_level: str | None,
+    log_format: worker_log.LogFormat,
+    idle_every: float | None,
     poll_interval: float,
 ) -> None:
     """Run a worker: process jobs with HANDLER until SIGTERM or Ctrl-C.
@@ -171,6 +251,9 @@ def work(
     The long-running service (an ECS service, a VM, a laptop). On SIGTERM it
     claims nothing more and lets the running job finish within the grace
     period, or gives its lease back so another worker takes it at once.
+
+    Its log (stderr) starts with the bucket, queue and handler it serves,
+    has a line per job, and one a minute while idle.
     """
     _run(
         ctx,
@@ -182,12 +265,16 @@ def work(
         grace_period=grace_period,
         job_timeout=job_timeout,
         poll_interval=poll_interval,
+        log_level=log_level,
+        log_format=log_format,
+        idle_every=idle_every,
     )
 
 
 @click.command("work-once", epilog=EXIT_HELP)
 @bucket_argument
 @_worker_options
+@_logging_options
 @click.option(
     "--empty-exit-code",
     type=click.IntRange(0, 255),
@@ -206,6 +293,9 @@ def work_once(
     time_budget: float | None,
     grace_period: float | None,
     job_timeout: float | None,
+    log_level: str | None,
+    log_format: worker_log.LogFormat,
+    idle_every: float | None,
     empty_exit_code: int,
 ) -> None:
     """Process one job (or up to --max-jobs) with HANDLER, then exit: the Fargate task.
@@ -222,4 +312,7 @@ def work_once(
         grace_period=grace_period,
         job_timeout=job_timeout,
         empty_exit_code=empty_exit_code,
+        log_level=log_level,
+        log_format=log_format,
+        idle_every=idle_every,
     )
