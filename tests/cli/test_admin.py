@@ -39,9 +39,11 @@ def test_given_pending_jobs_when_jobs_human_then_a_row_per_job_with_its_age(
     result = invoke("jobs", bucket)
 
     assert result.exit_code == 0, result.stderr
-    assert f"2 pending job(s) in s3://{bucket}/" in result.stdout
-    for job_id in ids:
-        assert job_id in result.stdout
+    # Off a terminal: the title is a note on stderr; stdout is a header and one row per job.
+    assert f"2 pending job(s) in s3://{bucket}/" in result.stderr
+    header, *rows = result.stdout.splitlines()
+    assert header.split("\t") == ["id", "state", "age", "in_state", "attempts", "holder/error/due"]
+    assert [row.split("\t")[:2] for row in rows] == [[job_id, "pending"] for job_id in ids]
 
 
 def test_given_more_jobs_than_the_limit_when_jobs_then_says_more_and_after_pages_on(

@@ -29,7 +29,8 @@ def test_given_empty_dlq_when_list_then_says_so_and_json_is_empty(
     as_json = invoke("dlq", "list", bucket, "--json")
 
     assert human.exit_code == as_json.exit_code == 0
-    assert "the dead-letter queue is empty" in human.stdout
+    assert "the dead-letter queue is empty" in human.stderr
+    assert human.stdout == ""
     assert json.loads(as_json.stdout) == []
 
 

@@ -22,7 +22,7 @@ def test_given_pending_job_when_cancel_then_it_is_cancelled_and_never_runs(
     assert pail.claim() is None
 
 
-def test_given_done_job_when_cancel_json_then_not_cancelled_and_state_done(
+def test_given_done_job_when_cancel_then_exit_7_too_late_and_the_result_stays(
     invoke: Invoke, pail: Pail, bucket: str
 ) -> None:
     job_id = pail.enqueue({"report": "q2"})
@@ -30,15 +30,44 @@ def test_given_done_job_when_cancel_json_then_not_cancelled_and_state_done(
 
     result = invoke("--json", "cancel", bucket, job_id)
 
-    assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"id": job_id, "cancelled": False, "state": "done"}
+    assert result.exit_code == 7
+    assert result.stdout == ""
+    assert (
+        result.stderr == f"error: job {job_id} had already finished (done); nothing was cancelled\n"
+    )
     assert pail.result(job_id) == "ok"
 
 
-def test_given_unknown_id_when_cancel_then_exit_not_found(invoke: Invoke, bucket: str) -> None:
+def test_given_unknown_id_when_cancel_then_exit_3_with_one_unquoted_line(
+    invoke: Invoke, bucket: str
+) -> None:
     result = invoke("cancel", bucket, "01J00000000000000000000000")
 
     assert result.exit_code == 3
+    assert result.stderr == (
+        f"error: no job 01J00000000000000000000000 in s3://{bucket}/ "
+        "(wrong bucket or --queue, or its objects expired?)\n"
+    )
+
+
+def test_given_cancelled_job_when_cancel_again_then_exit_0_saying_already_cancelled(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    job_id = pail.enqueue({"report": "q2"})
+
+    first = invoke("cancel", bucket, job_id)
+    again = invoke("cancel", bucket, job_id)
+    again_json = invoke("--json", "cancel", bucket, job_id)
+
+    assert first.exit_code == again.exit_code == again_json.exit_code == 0
+    assert first.stdout == f"cancelled {job_id}\n"
+    assert again.stdout == f"{job_id} was already cancelled\n"
+    assert json.loads(again_json.stdout) == {
+        "id": job_id,
+        "cancelled": True,
+        "already": True,
+        "state": "cancelled",
+    }
 
 
 def test_given_key_when_enqueue_twice_then_one_job_and_the_second_says_so(
