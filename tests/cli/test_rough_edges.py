@@ -135,7 +135,7 @@ def test_given_result_wait_when_the_job_is_cancelled_meanwhile_then_it_stops_wai
 
     stderr.wait_for(f"waiting for job {job_id}")
     assert pail.cancel(job_id) is True
-    process.communicate(timeout=60)
+    process.wait(timeout=60)  # the reader thread owns stderr: no communicate()
 
     assert process.returncode == 6
     assert "was cancelled; it will never have a result" in stderr.rest()
@@ -288,8 +288,10 @@ def test_given_work_when_started_then_a_start_line_idle_lines_and_no_botocore_li
     stderr.wait_for(f"job {job_id} attempt 1 succeeded")
     stderr.wait_for("idle for ")
     process.send_signal(signal.SIGTERM)
-    stdout, _ = process.communicate(timeout=60)
+    process.wait(timeout=60)  # the reader thread owns stderr: no communicate()
     everything = stderr.rest()
+    assert process.stdout is not None
+    stdout = process.stdout.read()
 
     assert process.returncode == 0
     assert stderr.lines[0] == start_line  # the very first line
