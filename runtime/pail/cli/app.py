@@ -43,35 +43,25 @@ class ShortUsageError(click.UsageError):
     and puts the cause last, where a log reader looks least.
     """
 
-    def __init__(self, message: str, ctx: click.Context | None = None) -> None:
-        super().__init__(message, ctx)
-
     @classmethod
     def of(cls, error: click.UsageError) -> ShortUsageError:
         if isinstance(error, cls):
             return error
         return cls(error.format_message(), error.ctx)
 
-    def usage(self) -> str | None:
-        """The command's usage on one line, e.g. ``pail enqueue [OPTIONS] [BUCKET] JSON|@FILE|-``."""
-        if self.ctx is None:
-            return None
-        pieces = self.ctx.command.collect_usage_pieces(self.ctx)
-        return " ".join([self.ctx.command_path, *pieces])
-
     def show(self, file: IO[Any] | None = None) -> None:
         file = file if file is not None else sys.stderr
-        usage = self.usage()
         error = click.style("error:", fg="red", bold=True)
-        if usage is None:
+        if self.ctx is None:
             click.echo(f"{error} {self.message}", file=file)
-        elif _is_terminal(file):
+            return
+        # The command's usage on one line, e.g. `pail enqueue [OPTIONS] [BUCKET] JSON|@FILE|-`.
+        path = self.ctx.command_path
+        usage = " ".join([path, *self.ctx.command.collect_usage_pieces(self.ctx)])
+        if _is_terminal(file):
             click.echo(f"{error} {self.message}", file=file)
             click.echo(
-                click.style(f"usage: {usage}   ({self.ctx.command_path} --help for more)", dim=True)
-                if self.ctx is not None
-                else f"usage: {usage}",
-                file=file,
+                click.style(f"usage: {usage}   ({path} --help for more)", dim=True), file=file
             )
         else:
             click.echo(f"{error} {self.message} (usage: {usage})", file=file)
