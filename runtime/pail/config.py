@@ -93,16 +93,18 @@ def validate_seconds(
     ...
     pail.errors.ConfigurationError: delay must be a finite number of seconds from 0 to 31622400, got nan
     """
-    low = f"above {minimum:g}" if above_minimum else f"from {minimum:g}"
+    # .15g, not g: a year is "31622400" to a reader, not "3.16224e+07".
+    low = f"above {minimum:.15g}" if above_minimum else f"from {minimum:.15g}"
+    high = f"{maximum:.15g}"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigurationError(
-            f"{name} must be a number of seconds {low} to {maximum:g}, got {value!r}"
+            f"{name} must be a number of seconds {low} to {high}, got {value!r}"
         )
     number = float(value) if abs(value) < 1e308 else math.inf
     too_low = number <= minimum if above_minimum else number < minimum
     if not math.isfinite(number) or too_low or number > maximum:
         raise ConfigurationError(
-            f"{name} must be a finite number of seconds {low} to {maximum:g}, got {value!r}"
+            f"{name} must be a finite number of seconds {low} to {high}, got {value!r}"
         )
     return number
 

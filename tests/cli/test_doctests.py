@@ -12,6 +12,7 @@ MODULES = [
     "pail.cli.context",
     "pail.cli.exit_codes",
     "pail.cli.jobs",
+    "pail.cli.params",
     "pail.cli.worker_log",
     "pail.config",
     "pail.errors",

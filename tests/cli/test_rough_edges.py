@@ -171,6 +171,28 @@ def test_given_job_retried_once_when_status_with_any_max_retries_then_attempts_i
     assert json.loads(invoke("--json", "status", bucket, job_id).stdout)["attempts"] == 1
 
 
+# -- 6. stats: a delayed column, and the oldest pending over high-priority entries
+
+
+def test_given_high_priority_and_delayed_jobs_when_stats_then_delayed_column_and_oldest_pending(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    pail.enqueue({"n": 1}, priority="high")  # the only job waiting now
+    pail.enqueue({"n": 2}, delay=3600)  # pending, but not due: not waiting yet
+
+    table = invoke("stats", bucket)
+    as_json = json.loads(invoke("--json", "stats", bucket).stdout)
+    watched = invoke("stats", bucket, "--watch", "--count", "1")
+
+    header, row = table.stdout.splitlines()
+    counts = dict(zip(header.split("\t"), row.split("\t"), strict=True))
+    assert (counts["pending"], counts["delayed"], counts["running"]) == ("2", "1", "0")
+    assert counts["oldest_pending"] != "-"  # the high-priority job is waiting
+    assert (as_json["pending"], as_json["delayed"]) == (2, 1)
+    assert as_json["oldest_pending"] is not None
+    assert "pending=2 " in watched.stdout and "delayed=1 " in watched.stdout
+
+
 # -- 7. off a terminal: plain tables, one-line errors, short usage errors
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from pail.cli.params import Seconds
+from pail.cli.params import EndpointUrl, Seconds
 from pail.config import (
     ENV_BUCKET,
     ENV_ENDPOINT_URL,
@@ -29,7 +29,6 @@ from pail.config import (
     MAX_VISIBILITY_TIMEOUT,
     Settings,
     parse_max_retries,
-    validate_endpoint_url,
 )
 from pail.errors import ConfigurationError
 from pail.ids import validate_job_id
@@ -91,23 +90,6 @@ class Options:
             if type(exc).__module__.startswith(("botocore", "boto3")):
                 raise ConfigurationError(f"cannot build an S3 client: {exc}") from exc
             raise
-
-
-class EndpointUrl(click.ParamType[str, Any]):
-    """An ``http(s)://`` endpoint URL, checked as the option is read: a bad one is a usage error.
-
-    >>> EndpointUrl().convert("http://127.0.0.1:9000", None, None)
-    'http://127.0.0.1:9000'
-    """
-
-    name = "url"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        source = f"--{param.name.replace('_', '-')}" if param is not None and param.name else "URL"
-        try:
-            return validate_endpoint_url(str(value), source=source)
-        except ConfigurationError as exc:
-            raise click.UsageError(str(exc), ctx) from None
 
 
 def options(ctx: click.Context) -> Options:

@@ -1,8 +1,9 @@
-"""Option types that check numbers with the API's own validators (``pail.config``).
+"""Option types that check values with the API's own validators (``pail.config``).
 
 click's ``FloatRange`` lets ``nan`` and ``inf`` through (no comparison with
 them is ever true); these refuse them, with the bounds the API documents,
-as a usage error (exit 2).
+as a usage error (exit 2). A malformed endpoint URL is one too, rather than
+botocore's bare ``ValueError`` at connect time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import click
 from click.types import FloatParamType
 
-from pail.config import MAX_SECONDS, validate_seconds
+from pail.config import MAX_SECONDS, validate_endpoint_url, validate_seconds
 from pail.errors import ConfigurationError
 
 
@@ -47,3 +48,20 @@ class Seconds(FloatParamType):
             )
         except ConfigurationError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class EndpointUrl(click.ParamType[str, Any]):
+    """An ``http(s)://`` endpoint URL, checked as the option is read: a bad one is a usage error.
+
+    >>> EndpointUrl().convert("http://127.0.0.1:9000", None, None)
+    'http://127.0.0.1:9000'
+    """
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        source = f"--{param.name.replace('_', '-')}" if param is not None and param.name else "URL"
+        try:
+            return validate_endpoint_url(str(value), source=source)
+        except ConfigurationError as exc:
+            raise click.UsageError(str(exc), ctx) from None
