@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pail.clock import Clock, ManualClock, SystemClock
 from pail.codec import DeadLetter, ErrorInfo
+from pail.drain import HandlerTimeoutError, current_job
 from pail.errors import (
     AccessDeniedError,
     BucketNotFoundError,
@@ -36,7 +37,6 @@ from pail.queue import Mode, Pail
 from pail.stats import Stats
 from pail.status import JobState, JobStatus
 from pail.store import MemoryStore, S3Store, Store
-from pail.worker import HandlerTimeoutError
 
 if TYPE_CHECKING:
     from pail.aws.lambda_worker import lambda_worker as lambda_worker
@@ -78,6 +78,7 @@ __all__ = [
     "Store",
     "SystemClock",
     "__version__",
+    "current_job",
 ]
 
 

@@ -1,10 +1,14 @@
 """Draining a queue: claim a job, run it under supervision, settle it; until told to stop.
 
-Both compute entry points share this loop: the worker Lambda (which stops when
-the invocation's remaining time runs low) and the Fargate runner (which stops
-on SIGTERM, after a number of jobs or a time budget). They differ only in
-their ``Limits``: when to stop claiming, when a running job should wrap up,
-and when its lease must be given back.
+This is the only job loop. Every entry point runs jobs through it:
+``Pail.work_once`` (one job), ``Pail.work`` (a loop until ``stop``), the
+worker Lambda (which stops when the invocation's remaining time runs low) and
+the Fargate runner and ``pail work``/``work-once`` (which stop on SIGTERM,
+after a number of jobs or a time budget). They differ only in their
+``Limits``: when to stop claiming, when a running job should wrap up, and
+when its lease must be given back; never in how a job runs. So an ``async
+def`` handler, ``current_job()``, ``job_timeout`` and the reporting of an
+outcome S3 failed to record work the same under all of them.
 
 The limits are checked again *after* each claim, before the handler starts:
 a claim slowed by S3 can end past the point where no job may start. Such a
@@ -38,24 +42,50 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import signal
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from types import FrameType
 from typing import Any, Protocol
 
 from pail import log_keys
+from pail.clock import Clock, SystemClock
 from pail.codec import RUNNING, encode_result
 from pail.errors import LeaseLostError, PailError, PayloadError, StorageError
 from pail.message import Message
 from pail.protocol.transitions import Ending
-from pail.worker import Handler, HandlerTimeoutError, Polling
 
 log = logging.getLogger("pail.drain")
 
 TICK = 0.1
 """Seconds between two looks at the limits while a job runs or the worker idles."""
+
+Handler = Callable[[Any], Any]
+"""A job function: ``handler(payload) -> result``, plain or ``async def``."""
+
+
+class HandlerTimeoutError(PailError, TimeoutError):
+    """The handler ran longer than ``job_timeout``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Polling:
+    """Adaptive idle polling: start at ``floor``, double while the queue stays empty, up to ``ceiling``.
+
+    >>> polling = Polling(0.5, 3)
+    >>> polling.next(None), polling.next(0.5), polling.next(2)
+    (0.5, 1.0, 3)
+    """
+
+    floor: float = 0.1
+    ceiling: float = 20.0
+
+    def next(self, current: float | None) -> float:
+        if current is None:
+            return min(self.floor, self.ceiling)
+        return min(current * 2, self.ceiling)
 
 
 class StopReason(StrEnum):
@@ -116,22 +146,34 @@ class JobReport:
 
 @dataclass
 class Tally:
-    """Counts over one drain.
+    """What a drain did: the summary every entry point returns (``pail.runner.RunSummary`` too).
 
     ``processed == succeeded + failed + unrecorded``; released jobs count as
-    failed. Returned jobs (claimed too late, never started) are not processed.
+    failed. ``returned`` jobs were claimed as the drain was stopping and
+    handed back before their handler started (not processed, no attempt
+    spent); ``unrecorded`` ones ran, but S3 failed before their outcome was
+    recorded (the reaper retries them once their lease expires).
+
+    >>> Tally(1, 1, 0, "max_jobs").to_json()["stop_reason"]
+    'max_jobs'
     """
 
     processed: int = 0
     succeeded: int = 0
     failed: int = 0
+    stop_reason: StopReason | str | None = None
+    """One of ``StopReason``: empty, max_jobs, time_budget, signal, stopped, storage_error."""
+    released: int = 0
     retried: int = 0
     dead_lettered: int = 0
-    released: int = 0
     returned: int = 0
     unrecorded: int = 0
-    stop_reason: StopReason | None = None
     error: PailError | None = None
+    """The storage error that stopped the drain (``storage_error``), if any."""
+
+    def __post_init__(self) -> None:
+        if self.stop_reason is not None:
+            self.stop_reason = StopReason(self.stop_reason)
 
     def add(self, report: JobReport) -> None:
         if report.outcome is Outcome.RETURNED:
@@ -149,16 +191,17 @@ class Tally:
             self.dead_lettered += report.dead_lettered
 
     def to_json(self) -> dict[str, Any]:
+        """The summary as JSON: the last line ``pail work-once`` prints, a Lambda's return value."""
         return {
             "processed": self.processed,
             "succeeded": self.succeeded,
             "failed": self.failed,
+            "released": self.released,
             "retried": self.retried,
             "dead_lettered": self.dead_lettered,
-            "released": self.released,
             "returned": self.returned,
             "unrecorded": self.unrecorded,
-            "stop_reason": self.stop_reason.value if self.stop_reason else None,
+            "stop_reason": StopReason(self.stop_reason).value if self.stop_reason else None,
             "error": str(self.error) if self.error else None,
         }
 
@@ -210,6 +253,85 @@ class Limits(Protocol):
         ...
 
 
+class ProcessLimits:
+    """A process's limits: signals, the caller's stop event, and a time budget.
+
+    ``Pail.work`` and the runner (``pail work``/``work-once``, the Fargate
+    task) use it. On a signal or ``stop`` it claims nothing more and sets the
+    running job's ``stopping`` event; after ``grace_period`` seconds (at once
+    on a second signal) the job's lease is released. ``on_signal`` is the
+    signal handler: it only sets attributes, since taking a lock in a signal
+    handler can deadlock against the interrupted main thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        time_budget: float | None,
+        grace_period: float,
+        stop: threading.Event | None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._clock = clock or SystemClock().monotonic
+        self._started = self._clock()
+        self._budget = time_budget
+        self._grace = grace_period
+        self._stop = stop
+        self._stop_seen_at: float | None = None
+        self._announced = False
+        self.signals = 0
+        self.signal_name = ""
+        self.signalled_at: float | None = None
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        self.signal_name = signal.Signals(signum).name
+        if self.signalled_at is None:
+            self.signalled_at = self._clock()
+
+    def stop_reason(self) -> StopReason | None:
+        if self.signals:
+            self._announce()
+            return StopReason.SIGNAL
+        if self._stopped_at() is not None:
+            return StopReason.STOPPED
+        if self._budget is not None and self._clock() - self._started >= self._budget:
+            return StopReason.TIME_BUDGET
+        return None
+
+    def wrap_up(self) -> bool:
+        if self.signals:
+            self._announce()
+        return self.signals > 0 or self._stopped_at() is not None
+
+    def _announce(self) -> None:
+        # Logged here, in the main loop, not in the signal handler: logging takes locks.
+        if not self._announced:
+            self._announced = True
+            log.info(
+                "%s received: claiming no more jobs; a running job has %g s to finish",
+                self.signal_name,
+                self._grace,
+            )
+
+    def release_reason(self) -> str | None:
+        if self.signals > 1:
+            return f"the worker received {self.signal_name} twice and stopped at once"
+        asked = self.signalled_at if self.signalled_at is not None else self._stopped_at()
+        if asked is None or self._clock() - asked < self._grace:
+            return None
+        cause = self.signal_name or "a stop request"
+        return (
+            f"the worker received {cause} and the job did not finish "
+            f"within the {self._grace:g} s grace period"
+        )
+
+    def _stopped_at(self) -> float | None:
+        if self._stop_seen_at is None and self._stop is not None and self._stop.is_set():
+            self._stop_seen_at = self._clock()
+        return self._stop_seen_at
+
+
 class Observer(Protocol):
     """Hooks around each job, for logging, metrics and tracing."""
 
@@ -251,7 +373,7 @@ def drain(
     job_timeout: float | None = None,
     polling: Polling | None = None,
     observer: Observer | None = None,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock | None = None,
     tick: float = TICK,
 ) -> Tally:
     """Claim and run jobs until the queue is empty or the limits say stop.
@@ -259,9 +381,11 @@ def drain(
     With ``polling`` the drain does not stop on an empty queue: it waits
     (adaptively, from the floor up to the ceiling) and claims again, and it
     backs off on storage errors the same way. Configuration errors (a missing
-    bucket, denied access) always propagate.
+    bucket, denied access) always propagate. ``clock`` (default: the system's)
+    times the handler (``job_timeout``, durations) and the idle waits.
     """
     observer = observer or LoggingObserver()
+    clock = clock or SystemClock()
     tally = Tally()
     delay: float | None = None
     while True:
@@ -318,7 +442,7 @@ def _run(
     limits: Limits,
     observer: Observer,
     job_timeout: float | None,
-    clock: Callable[[], float],
+    clock: Clock,
     tick: float,
 ) -> JobReport:
     started = False
@@ -333,15 +457,15 @@ def _run(
         raise
 
 
-def _idle(seconds: float, limits: Limits, clock: Callable[[], float], tick: float) -> None:
+def _idle(seconds: float, limits: Limits, clock: Clock, tick: float) -> None:
     # Short naps rather than one long wait: a signal handler may only set a
     # flag (taking a lock there can deadlock), so the flag is polled.
-    deadline = clock() + seconds
+    deadline = clock.monotonic() + seconds
     while limits.stop_reason() is None:
-        left = deadline - clock()
+        left = deadline - clock.monotonic()
         if left <= 0:
             return
-        time.sleep(min(tick, left))
+        clock.sleep(min(tick, left))
 
 
 def supervise(
@@ -350,25 +474,26 @@ def supervise(
     limits: Limits,
     *,
     job_timeout: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock | None = None,
     tick: float = TICK,
 ) -> JobReport:
     """Run ``handler`` on one claimed job and settle it; give the lease back if time runs out."""
+    now = (clock or SystemClock()).monotonic
     job = JobContext(message, threading.Event())
-    call = _Call(handler, job, clock)
-    started = clock()
+    call = _Call(handler, job, now)
+    started = now()
     call.start()
     while not call.finished.wait(tick):
         reason = limits.release_reason()
         if reason is not None:
             job.stopping.set()
-            return _release(message, reason, clock() - started)
+            return _release(message, reason, now() - started)
         if limits.wrap_up():
             job.stopping.set()
-        if job_timeout is not None and clock() - started >= job_timeout:
+        if job_timeout is not None and now() - started >= job_timeout:
             job.stopping.set()
             timeout = HandlerTimeoutError(f"handler still running after {job_timeout} s; abandoned")
-            return _fail(message, timeout, clock() - started)
+            return _fail(message, timeout, now() - started)
     return _finish(message, call)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import socket
@@ -32,6 +33,7 @@ from pail.config import (
     validate_seconds,
     validate_visibility_timeout,
 )
+from pail.drain import Handler, Polling, ProcessLimits, drain
 from pail.errors import (
     AccessDeniedError,
     BucketNotFoundError,
@@ -66,7 +68,6 @@ from pail.stats import Stats, count_jobs, list_pages
 from pail.status import JobStatus, read_status
 from pail.store.base import ObjectInfo, Store
 from pail.store.s3 import S3Store, is_directory_bucket
-from pail.worker import Handler, Polling, run_message
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -397,13 +398,24 @@ class Pail:
         A job that raises is put back for a retry (or dead-lettered once
         retries are exhausted) and this still returns True. ``job_timeout``
         (seconds, finite, above 0) fails an attempt whose handler runs longer.
+        The job runs as every entry point runs it (``pail.drain``): an
+        ``async def`` handler is awaited on an event loop of its own, and the
+        handler can read its job with ``pail.current_job()``. A storage error
+        on the claim is raised; one while the outcome is recorded is logged
+        (the job's lease expires and the reaper retries it).
         """
         _validate_job_timeout(job_timeout)
-        message = self.claim()
-        if message is None:
-            return False
-        run_message(handler, message, job_timeout=job_timeout)
-        return True
+        tally = drain(
+            self.claim,
+            handler,
+            self._limits(stop=None),
+            max_jobs=1,
+            job_timeout=job_timeout,
+            clock=self._clock,
+        )
+        if tally.processed == 0 and tally.error is not None:
+            raise tally.error  # the claim failed: say so, as ``claim()`` would
+        return tally.processed > 0
 
     def work(
         self,
@@ -419,32 +431,34 @@ class Pail:
 
         When the queue is empty it polls adaptively: from ``min_poll_interval``
         doubling up to ``poll_interval`` seconds, and back to the floor as soon
-        as a job turns up. Intervals are finite seconds (at most a year);
-        ``max_jobs`` is a whole number or None.
+        as a job turns up; storage errors back off the same way. Intervals are
+        finite seconds (at most a year); ``max_jobs`` is a whole number or None.
+        Jobs run as in ``work_once``. Once ``stop`` is set nothing more is
+        claimed, and the running job's ``current_job().stopping`` is set; it
+        runs to its end (bounded by ``job_timeout``). A job whose claim was
+        in flight when ``stop`` was set goes back to the queue unstarted.
         """
         validate_seconds("min_poll_interval", min_poll_interval)
         validate_seconds("poll_interval", poll_interval, minimum=min_poll_interval)
         _validate_job_timeout(job_timeout)
         if max_jobs is not None:
             validate_count("max_jobs", max_jobs)
-        polling = Polling(min_poll_interval, poll_interval)
-        wait: float | None = None
-        processed = 0
-        while not (stop is not None and stop.is_set()):
-            if max_jobs is not None and processed >= max_jobs:
-                break
-            try:
-                found = self.work_once(handler, job_timeout=job_timeout)
-            except StorageError as exc:
-                log.warning("claim failed, backing off: %s", exc)
-                found = False
-            if found:
-                processed += 1
-                wait = None
-                continue
-            wait = polling.next(wait)
-            self._clock.sleep(wait, wake=stop)
-        return processed
+        tally = drain(
+            self.claim,
+            handler,
+            self._limits(stop=stop),
+            max_jobs=max_jobs,
+            job_timeout=job_timeout,
+            polling=Polling(min_poll_interval, poll_interval),
+            clock=self._clock,
+        )
+        return tally.processed
+
+    def _limits(self, stop: threading.Event | None) -> ProcessLimits:
+        # No deadline and no grace period: a started job runs to its end.
+        return ProcessLimits(
+            time_budget=None, grace_period=math.inf, stop=stop, clock=self._clock.monotonic
+        )
 
     # -- reading ------------------------------------------------------------
 

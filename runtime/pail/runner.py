@@ -46,20 +46,16 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from pail import config
-from pail.drain import Observer, StopReason, Tally, drain
+from pail.drain import Handler, Observer, Polling, ProcessLimits, StopReason, Tally, drain
 from pail.envparse import parse_seconds, read_count, read_seconds
 from pail.errors import AccessDeniedError, BucketNotFoundError, ConfigurationError, PailError
 from pail.queue import Pail
-from pail.worker import Handler, Polling
 
 log = logging.getLogger("pail.runner")
 
@@ -79,57 +75,8 @@ _CONFIG_ERRORS = (ConfigurationError, BucketNotFoundError, AccessDeniedError)
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """What a run did. ``processed == succeeded + failed + unrecorded``; released jobs count as failed.
-
-    ``returned`` jobs were claimed as the run was stopping and handed back
-    before their handler started (not processed, no attempt spent);
-    ``unrecorded`` ones ran, but S3 failed before their outcome was recorded
-    (the reaper retries them once their lease expires).
-    """
-
-    processed: int
-    succeeded: int
-    failed: int
-    stop_reason: str
-    """One of ``pail.drain.StopReason``: empty, max_jobs, time_budget, signal, stopped, storage_error."""
-    released: int = 0
-    retried: int = 0
-    dead_lettered: int = 0
-    returned: int = 0
-    unrecorded: int = 0
-    error: str | None = None
-    """The storage error that stopped the run (``storage_error``), if any."""
-
-    @classmethod
-    def from_tally(cls, tally: Tally) -> RunSummary:
-        return cls(
-            processed=tally.processed,
-            succeeded=tally.succeeded,
-            failed=tally.failed,
-            stop_reason=(tally.stop_reason or StopReason.STOPPED).value,
-            released=tally.released,
-            retried=tally.retried,
-            dead_lettered=tally.dead_lettered,
-            returned=tally.returned,
-            unrecorded=tally.unrecorded,
-            error=str(tally.error) if tally.error else None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "processed": self.processed,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "released": self.released,
-            "retried": self.retried,
-            "dead_lettered": self.dead_lettered,
-            "returned": self.returned,
-            "unrecorded": self.unrecorded,
-            "stop_reason": self.stop_reason,
-            "error": self.error,
-        }
+RunSummary = Tally
+"""What a run did: ``pail.drain.Tally``, the one summary every entry point returns."""
 
 
 def exit_code(summary: RunSummary, *, empty: int = EXIT_EMPTY) -> int:
@@ -221,81 +168,6 @@ def _check_arity(spec: str, target: Callable[..., Any]) -> None:
 # -- signals and limits -----------------------------------------------------------
 
 
-class ProcessLimits:
-    """The runner's limits: signals, the caller's stop event, and the time budget.
-
-    ``on_signal`` is the signal handler. It only sets attributes: taking a lock
-    in a signal handler can deadlock against the interrupted main thread.
-    """
-
-    def __init__(
-        self,
-        *,
-        time_budget: float | None,
-        grace_period: float,
-        stop: threading.Event | None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._clock = clock
-        self._started = clock()
-        self._budget = time_budget
-        self._grace = grace_period
-        self._stop = stop
-        self._stop_seen_at: float | None = None
-        self._announced = False
-        self.signals = 0
-        self.signal_name = ""
-        self.signalled_at: float | None = None
-
-    def on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.signals += 1
-        self.signal_name = signal.Signals(signum).name
-        if self.signalled_at is None:
-            self.signalled_at = self._clock()
-
-    def stop_reason(self) -> StopReason | None:
-        if self.signals:
-            self._announce()
-            return StopReason.SIGNAL
-        if self._stopped_at() is not None:
-            return StopReason.STOPPED
-        if self._budget is not None and self._clock() - self._started >= self._budget:
-            return StopReason.TIME_BUDGET
-        return None
-
-    def wrap_up(self) -> bool:
-        if self.signals:
-            self._announce()
-        return self.signals > 0 or self._stopped_at() is not None
-
-    def _announce(self) -> None:
-        # Logged here, in the main loop, not in the signal handler: logging takes locks.
-        if not self._announced:
-            self._announced = True
-            log.info(
-                "%s received: claiming no more jobs; a running job has %g s to finish",
-                self.signal_name,
-                self._grace,
-            )
-
-    def release_reason(self) -> str | None:
-        if self.signals > 1:
-            return f"the worker received {self.signal_name} twice and stopped at once"
-        asked = self.signalled_at if self.signalled_at is not None else self._stopped_at()
-        if asked is None or self._clock() - asked < self._grace:
-            return None
-        cause = self.signal_name or "a stop request"
-        return (
-            f"the worker received {cause} and the job did not finish "
-            f"within the {self._grace:g} s grace period"
-        )
-
-    def _stopped_at(self) -> float | None:
-        if self._stop_seen_at is None and self._stop is not None and self._stop.is_set():
-            self._stop_seen_at = self._clock()
-        return self._stop_seen_at
-
-
 @contextmanager
 def _signals_routed_to(limits: ProcessLimits, install: bool) -> Iterator[None]:
     if not install or threading.current_thread() is not threading.main_thread():
@@ -338,8 +210,8 @@ def run(
     >>> from pail.store import MemoryStore
     >>> queue = Pail(MemoryStore("jobs"))
     >>> _ = queue.enqueue({"n": 2})
-    >>> run(queue, lambda p: p["n"] * 2, once=True, install_signal_handlers=False)
-    RunSummary(processed=1, succeeded=1, failed=0, stop_reason='max_jobs', released=0, retried=0, dead_lettered=0, returned=0, unrecorded=0, error=None)
+    >>> run(queue, lambda p: p["n"] * 2, once=True, install_signal_handlers=False).to_json()
+    {'processed': 1, 'succeeded': 1, 'failed': 0, 'released': 0, 'retried': 0, 'dead_lettered': 0, 'returned': 0, 'unrecorded': 0, 'stop_reason': 'max_jobs', 'error': None}
     """
     if max_jobs is not None and max_jobs < 1:
         raise ConfigurationError(f"max_jobs must be >= 1, got {max_jobs}")
@@ -359,7 +231,7 @@ def run(
         )
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)
-    return RunSummary.from_tally(tally)
+    return tally
 
 
 # -- entry points ----------------------------------------------------------------

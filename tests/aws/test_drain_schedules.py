@@ -37,11 +37,10 @@ from typing import Any
 from pail import ManualClock, MemoryStore, Message, Pail, RetryPolicy
 from pail.aws.lambda_worker import InvocationLimits
 from pail.codec import META_ATTEMPT, META_OUTCOME, OUTCOME_DEAD, DeadLetter
-from pail.drain import Limits, Observer, Tally, drain
+from pail.drain import Limits, Observer, ProcessLimits, Tally, drain
 from pail.keys import DLQ, DONE, QUEUE, RUN
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, passes_to_cover
-from pail.runner import ProcessLimits
 from tests.support.hooked_store import HookedStore
 
 SEEDS = int(os.environ.get("PAIL_DRAIN_SCHEDULE_SEEDS", "300"))

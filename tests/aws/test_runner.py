@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from pail import ConfigurationError, JobState, MemoryStore, Message, Pail
-from pail.drain import JobReport, drain
+from pail.drain import JobReport, ProcessLimits, drain
 from pail.runner import (
     EXIT_CONFIG,
     EXIT_ERROR,
     EXIT_OK,
-    ProcessLimits,
     RunSummary,
     exit_code,
     load_handler,

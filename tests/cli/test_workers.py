@@ -109,3 +109,18 @@ def test_given_missing_bucket_when_work_once_then_exit_2_config_as_the_runner_sa
 
     assert result.exit_code == 2
     assert "does not exist" in result.stderr
+
+
+def test_given_an_async_handler_reading_current_job_when_work_once_and_work_then_both_succeed(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    first, second = pail.enqueue({"n": 1}), pail.enqueue({"n": 2})
+    handler = ("--handler", "tests.cli.handlers:async_whoami")
+
+    once = invoke("work-once", bucket, *handler)
+    served = invoke("work", bucket, *handler, "--max-jobs", "1", "--poll-interval", "0.1")
+
+    assert (once.exit_code, served.exit_code) == (0, 0)
+    assert _summary(once.stdout)["succeeded"] == _summary(served.stdout)["succeeded"] == 1
+    assert pail.result(first) == {"n": 1, "job": first, "attempt": 1}
+    assert pail.result(second) == {"n": 2, "job": second, "attempt": 1}

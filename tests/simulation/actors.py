@@ -1,8 +1,10 @@
 """The actors that drive pail's real protocol code in the simulation.
 
-The worker is ``Pail.work`` + ``run_message`` unrolled, with the same calls in
-the same order (``Claimer.claim``, then ``settle.complete`` or ``settle.fail``)
-and the same error handling; only the heartbeat differs: instead of
+The worker is ``Pail.work`` (``pail.drain``'s loop) unrolled, with the same calls
+in the same order (``Claimer.claim``, then ``settle.complete`` or ``settle.fail``)
+and the same error handling; the handler runs in the worker's actor (the
+drain's handler thread and its supervision have no protocol step of their
+own), and the heartbeat differs: instead of
 ``Message``'s background thread it is an actor of the worker's process that
 calls ``Lease.renew`` every ``visibility_timeout / 3`` simulated seconds, and
 is stopped and joined before the job is settled, as ``Message`` does.
@@ -15,13 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pail.codec import ErrorInfo
+from pail.drain import Polling
 from pail.errors import JobNotFoundError, LeaseLostError, PailError, StorageError
 from pail.protocol import settle
 from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
 from pail.protocol.reaper import Reaper
 from pail.queue import Pail
-from pail.worker import Polling
 from tests.simulation.scheduler import Actor, Process
 
 if TYPE_CHECKING:
@@ -147,7 +149,7 @@ def _stop_heartbeat(world: World, beat: _Beat) -> None:
 
 
 def _run_job(world: World, process: Process, lease: Lease, claim_started: float) -> None:
-    """``run_message``: the handler, then ``complete`` or ``fail``, errors handled the same way."""
+    """``drain.supervise``: the handler, then ``complete`` or ``fail``, errors handled the same way."""
     record = lease.record
     execution = world.ledger.execution_started(process, lease.job_id, record.attempt, claim_started)
     beat = _Beat()
@@ -168,7 +170,7 @@ def _run_job(world: World, process: Process, lease: Lease, claim_started: float)
         execution.recorded = False
         world.ledger.note(f"job {lease.job_id}: settle found the lease lost: {exc}")
     except PailError as exc:
-        # Pail.work catches StorageError and goes on; Message.complete catches PailError.
+        # The drain reports it (unrecorded) and goes on; the reaper retries the job.
         execution.recorded = False
         world.ledger.note(f"job {lease.job_id}: settle failed: {exc}")
 
@@ -176,7 +178,7 @@ def _run_job(world: World, process: Process, lease: Lease, claim_started: float)
 def _settle(
     world: World, process: Process, lease: Lease, execution: Execution, raises: bool
 ) -> None:
-    """``Message.complete`` or ``Message.fail``, as ``run_message`` picks them."""
+    """``Message.complete`` or ``Message.fail``, as ``drain``'s ``_finish`` picks them."""
     record, policy = lease.record, world.policy
     if raises:
         error = ErrorInfo("SimulatedError", f"attempt {record.attempt} failed")
@@ -184,7 +186,7 @@ def _settle(
         execution.recorded = True
         world.ledger.note(f"job {lease.job_id} failed: {ending}")
     elif lease.lost:
-        lost = ErrorInfo("Failed", "lease lost while running")
+        lost = ErrorInfo("LeaseLostError", "the lease was lost while the handler ran")
         settle.fail(world.store, world.keys, lease, lost, policy, world.stats)
         execution.recorded = False
     else:

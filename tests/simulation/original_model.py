@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from pail.drain import Polling
 from pail.errors import ConditionFailedError, StorageError
-from pail.worker import Polling
 from tests.simulation.actors import POLL_CEILING, POLL_FLOOR, sim_job_id
 from tests.simulation.invariants import Rules
 from tests.simulation.scheduler import Actor, Process
