@@ -68,7 +68,7 @@ class Side:
                 secret_access_key=kw["secret_access_key"],
                 region=kw["region"],
             )
-        build_client = importlib.import_module("pail.queue").build_client
+        build_client = importlib.import_module("pail.store.client").build_client
         client = build_client(
             endpoint_url=endpoint,
             access_key_id=kw["access_key_id"],

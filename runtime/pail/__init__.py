@@ -33,10 +33,11 @@ from pail.features.retry import RetryPolicy
 from pail.message import Message
 from pail.protocol.reaper import ReapReport
 from pail.protocol.transitions import Ending
-from pail.queue import Mode, Pail
+from pail.queue import Pail
 from pail.stats import Stats
 from pail.status import JobState, JobStatus
 from pail.store import MemoryStore, S3Store, Store
+from pail.store.s3 import Mode
 
 if TYPE_CHECKING:
     from pail.aws.lambda_worker import lambda_worker as lambda_worker

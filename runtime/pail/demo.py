@@ -34,8 +34,9 @@ from pail.errors import DecodeError, PailError
 from pail.keys import DLQ, DONE
 from pail.local import LocalS3
 from pail.output import Output
-from pail.queue import Pail, build_client
+from pail.queue import Pail
 from pail.status import JobState
+from pail.store.client import build_client
 
 DEMO_BUCKET = "pail-demo"
 

@@ -86,31 +86,15 @@ def create_buckets(endpoint_url: str, buckets: Iterable[str]) -> list[str]:
 
     A bucket that already exists is left as it is.
     """
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
+    from pail.store.client import build_client, create_bucket
 
-    client = boto3.client(
-        "s3",
+    client = build_client(
         endpoint_url=endpoint_url,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name=REGION,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        region=REGION,
     )
-    created = []
-    for bucket in buckets:
-        try:
-            client.create_bucket(Bucket=bucket)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in (
-                "BucketAlreadyOwnedByYou",
-                "BucketAlreadyExists",
-            ):
-                continue
-            raise StorageError(f"cannot create bucket {bucket!r}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"cannot create bucket {bucket!r}: {exc}") from exc
-        created.append(bucket)
-    return created
+    return [bucket for bucket in buckets if create_bucket(client, bucket)]
 
 
 def serve(host: str = LOOPBACK, port: int = 9000, *, buckets: Iterable[str] = ()) -> None:

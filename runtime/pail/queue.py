@@ -5,12 +5,10 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import socket
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pail.clock import Clock, SystemClock
@@ -27,7 +25,6 @@ from pail.config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_VISIBILITY_TIMEOUT,
     validate_count,
-    validate_endpoint_url,
     validate_expiry,
     validate_max_retries,
     validate_seconds,
@@ -67,7 +64,8 @@ from pail.protocol.writes import WriteStats
 from pail.stats import Stats, count_jobs, list_pages
 from pail.status import JobStatus, read_status
 from pail.store.base import ObjectInfo, Store
-from pail.store.s3 import S3Store, is_directory_bucket
+from pail.store.client import build_client
+from pail.store.s3 import Mode, S3Store, validate_bucket_name
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -76,37 +74,6 @@ log = logging.getLogger("pail")
 
 _REFUSED = (BucketNotFoundError, AccessDeniedError, ConfigurationError)
 """Errors that mean the server refused a write: it was not applied."""
-
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_DIRECTORY_BUCKET = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}--[a-z0-9-]+--x-s3$")
-
-
-class Mode(StrEnum):
-    """Standard (general purpose bucket) or express (S3 Express One Zone directory bucket)."""
-
-    STANDARD = "standard"
-    EXPRESS = "express"
-
-    @classmethod
-    def for_bucket(cls, bucket: str) -> Mode:
-        """Express for names ending in ``--x-s3``, as S3 names directory buckets.
-
-        >>> Mode.for_bucket("jobs"), Mode.for_bucket("jobs--use1-az4--x-s3")
-        (<Mode.STANDARD: 'standard'>, <Mode.EXPRESS: 'express'>)
-        """
-        return cls.EXPRESS if is_directory_bucket(bucket) else cls.STANDARD
-
-
-def validate_bucket_name(bucket: str) -> str:
-    """Return ``bucket`` if S3 would accept it as a bucket name, else raise ``ConfigurationError``."""
-    if not isinstance(bucket, str) or not (
-        _DIRECTORY_BUCKET.match(bucket) or (_BUCKET.match(bucket) and ".." not in bucket)
-    ):
-        raise ConfigurationError(
-            f"invalid bucket name {bucket!r}: S3 bucket names are 3-63 characters of a-z, 0-9, "
-            "'.' and '-', starting and ending with a letter or digit"
-        )
-    return bucket
 
 
 def _owner() -> str:
@@ -658,51 +625,3 @@ MAX_PAGE_LIMIT = 10_000
 def _validate_job_timeout(job_timeout: float | None) -> None:
     if job_timeout is not None:
         validate_seconds("job_timeout", job_timeout, above_minimum=True)
-
-
-def build_client(
-    *,
-    endpoint_url: str | None = None,
-    access_key_id: str | None = None,
-    secret_access_key: str | None = None,
-    session_token: str | None = None,
-    region: str | None = None,
-    profile: str | None = None,
-) -> S3Client:
-    """A boto3 S3 client with pail's retry and timeout settings."""
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import ProfileNotFound
-
-    try:
-        session = (
-            boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
-        )
-    except ProfileNotFound as exc:
-        raise ConfigurationError(f"AWS profile {profile!r} not found: {exc}") from exc
-    if endpoint_url is not None:
-        endpoint_url = validate_endpoint_url(endpoint_url)
-    config = Config(
-        # SigV4 everywhere: S3 refuses SigV2 presigned URLs on buckets made since 2020.
-        signature_version="s3v4",
-        retries={"mode": "standard", "total_max_attempts": 5},
-        connect_timeout=5,
-        read_timeout=20,
-        max_pool_connections=32,
-        s3={"addressing_style": "path"} if endpoint_url else None,
-    )
-    try:
-        client: S3Client = session.client(
-            "s3",
-            endpoint_url=endpoint_url,
-            aws_access_key_id=access_key_id,
-            aws_secret_access_key=secret_access_key,
-            aws_session_token=session_token,
-            region_name=region or session.region_name or "us-east-1",
-            config=config,
-        )
-    except ValueError as exc:
-        # botocore refuses a malformed endpoint (AWS_ENDPOINT_URL too) or region
-        # with a bare ValueError: that is configuration, not a bug.
-        raise ConfigurationError(f"cannot build an S3 client: {exc}") from exc
-    return client

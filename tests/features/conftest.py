@@ -9,7 +9,7 @@ import pytest
 
 from pail import Pail
 from pail.local import LocalS3
-from pail.queue import build_client
+from pail.store.client import build_client
 from pail.store.s3 import S3Store
 from tests.support.counting import RequestCounter
 from tests.support.hooked_store import HookedStore

@@ -24,8 +24,8 @@ import pytest
 
 from pail import Pail
 from pail.local import LocalS3
-from pail.queue import build_client
 from pail.store import S3Store
+from pail.store.client import build_client
 from tests.support.counting import RequestCounter
 
 WORKERS = 16

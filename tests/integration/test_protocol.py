@@ -18,8 +18,8 @@ from pail.codec import Envelope
 from pail.errors import ConditionFailedError
 from pail.local import LocalS3
 from pail.protocol.writes import put_conditional
-from pail.queue import build_client
 from pail.store import S3Store
+from pail.store.client import build_client
 from tests.support.hooked_store import HookedStore, SimulatedCrash
 
 VT = 1.0  # visibility timeout: leases expire (by the server's clock) ~2 s after their last write

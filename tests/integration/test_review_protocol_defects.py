@@ -16,8 +16,8 @@ import pytest
 
 from pail import JobState, Pail
 from pail.local import LocalS3
-from pail.queue import build_client
 from pail.store import S3Store
+from pail.store.client import build_client
 from tests.integration.test_protocol import VT, Executions, hooked, reap_until, s3store
 from tests.support.hooked_store import HookedStore, SimulatedCrash
 from tests.support.refusing_proxy import RefusingProxy

@@ -33,7 +33,8 @@ from pail.config import (
 from pail.errors import ConfigurationError
 from pail.ids import validate_job_id
 from pail.output import Output
-from pail.queue import Pail, validate_bucket_name
+from pail.queue import Pail
+from pail.store.s3 import validate_bucket_name
 
 
 @dataclass
@@ -72,24 +73,15 @@ class Options:
     def connect(self, bucket: str) -> Pail:
         """A ``Pail`` for ``bucket`` with these options; boto3 finds credentials as usual."""
         settings = self.settings(bucket)
-        try:
-            return Pail.connect(
-                settings.bucket,
-                endpoint_url=settings.endpoint_url,
-                region=self.region,
-                profile=self.profile,
-                queue=settings.queue,
-                visibility_timeout=settings.visibility_timeout,
-                max_retries=settings.max_retries,
-            )
-        except ConfigurationError:
-            raise
-        except Exception as exc:
-            # boto3 refuses some settings before any request (an unknown
-            # profile, a malformed endpoint): that is configuration.
-            if type(exc).__module__.startswith(("botocore", "boto3")):
-                raise ConfigurationError(f"cannot build an S3 client: {exc}") from exc
-            raise
+        return Pail.connect(
+            settings.bucket,
+            endpoint_url=settings.endpoint_url,
+            region=self.region,
+            profile=self.profile,
+            queue=settings.queue,
+            visibility_timeout=settings.visibility_timeout,
+            max_retries=settings.max_retries,
+        )
 
 
 def options(ctx: click.Context) -> Options:

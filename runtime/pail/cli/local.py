@@ -88,7 +88,7 @@ def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -
       pail server --bucket jobs
     """
     from pail.local import serve
-    from pail.queue import validate_bucket_name
+    from pail.store.s3 import validate_bucket_name
 
     require_local_extra("server")
     for bucket in buckets:

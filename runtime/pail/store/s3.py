@@ -7,11 +7,13 @@ this module sees a ``ClientError``.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import (
@@ -51,6 +53,10 @@ _MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _CONFLICT_RETRIES = 5
 
 
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_DIRECTORY_BUCKET = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}--[a-z0-9-]+--x-s3$")
+
+
 def is_directory_bucket(bucket: str) -> bool:
     """S3 Express One Zone directory buckets end in ``--x-s3``.
 
@@ -58,6 +64,38 @@ def is_directory_bucket(bucket: str) -> bool:
     (True, False)
     """
     return bucket.endswith("--x-s3")
+
+
+class Mode(StrEnum):
+    """Standard (general purpose bucket) or express (S3 Express One Zone directory bucket)."""
+
+    STANDARD = "standard"
+    EXPRESS = "express"
+
+    @classmethod
+    def for_bucket(cls, bucket: str) -> Mode:
+        """Express for names ending in ``--x-s3``, as S3 names directory buckets.
+
+        >>> Mode.for_bucket("jobs"), Mode.for_bucket("jobs--use1-az4--x-s3")
+        (<Mode.STANDARD: 'standard'>, <Mode.EXPRESS: 'express'>)
+        """
+        return cls.EXPRESS if is_directory_bucket(bucket) else cls.STANDARD
+
+
+def validate_bucket_name(bucket: str) -> str:
+    """Return ``bucket`` if S3 would accept it as a bucket name, else raise ``ConfigurationError``.
+
+    >>> validate_bucket_name("jobs")
+    'jobs'
+    """
+    if not isinstance(bucket, str) or not (
+        _DIRECTORY_BUCKET.match(bucket) or (_BUCKET.match(bucket) and ".." not in bucket)
+    ):
+        raise ConfigurationError(
+            f"invalid bucket name {bucket!r}: S3 bucket names are 3-63 characters of a-z, 0-9, "
+            "'.' and '-', starting and ending with a letter or digit"
+        )
+    return bucket
 
 
 def _server_time(response: Mapping[str, Any]) -> datetime:

@@ -1,0 +1,90 @@
+"""Building the boto3 S3 client, and creating a bucket: the only places pail makes a client.
+
+Everything botocore can refuse while a client is built (an unknown profile, a
+malformed endpoint or region, a missing region) is translated here into a
+``ConfigurationError``, so no caller ever classifies a botocore exception.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pail.config import validate_endpoint_url
+from pail.errors import ConfigurationError, StorageError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+_EXISTING = frozenset({"BucketAlreadyOwnedByYou", "BucketAlreadyExists"})
+
+
+def build_client(
+    *,
+    endpoint_url: str | None = None,
+    access_key_id: str | None = None,
+    secret_access_key: str | None = None,
+    session_token: str | None = None,
+    region: str | None = None,
+    profile: str | None = None,
+) -> S3Client:
+    """A boto3 S3 client with pail's retry and timeout settings.
+
+    Credentials and region follow boto3's usual chain unless given. Raises
+    ``ConfigurationError`` for anything botocore refuses before a request.
+    """
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ProfileNotFound
+
+    try:
+        session = (
+            boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
+        )
+    except ProfileNotFound as exc:
+        raise ConfigurationError(f"AWS profile {profile!r} not found: {exc}") from exc
+    except BotoCoreError as exc:
+        raise ConfigurationError(f"cannot start an AWS session: {exc}") from exc
+    if endpoint_url is not None:
+        endpoint_url = validate_endpoint_url(endpoint_url)
+    config = Config(
+        # SigV4 everywhere: S3 refuses SigV2 presigned URLs on buckets made since 2020.
+        signature_version="s3v4",
+        retries={"mode": "standard", "total_max_attempts": 5},
+        connect_timeout=5,
+        read_timeout=20,
+        max_pool_connections=32,
+        s3={"addressing_style": "path"} if endpoint_url else None,
+    )
+    try:
+        client: S3Client = session.client(
+            "s3",
+            endpoint_url=endpoint_url,
+            aws_access_key_id=access_key_id,
+            aws_secret_access_key=secret_access_key,
+            aws_session_token=session_token,
+            region_name=region or session.region_name or "us-east-1",
+            config=config,
+        )
+    except (ValueError, BotoCoreError) as exc:
+        # botocore refuses a malformed endpoint (AWS_ENDPOINT_URL too) or region
+        # with a bare ValueError, others with its own errors: configuration, not a bug.
+        raise ConfigurationError(f"cannot build an S3 client: {exc}") from exc
+    return client
+
+
+def create_bucket(client: S3Client, bucket: str) -> bool:
+    """Create ``bucket``; True if this call created it, False if it was there already.
+
+    Raises ``StorageError`` (with the server's reason) if the server refuses.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        client.create_bucket(Bucket=bucket)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in _EXISTING:
+            return False
+        raise StorageError(f"cannot create bucket {bucket!r}: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StorageError(f"cannot create bucket {bucket!r}: {exc}") from exc
+    return True
