@@ -1,20 +1,25 @@
-"""Settings and the names of every environment variable pail reads.
+"""Settings: the name of every environment variable pail reads, every default, every bound.
 
-This module is the single place those names are spelled. The Lambda and
-Fargate entry points read them through ``Settings.from_env``; the CDK
-construct imports the same constants to set them, so the two cannot drift.
+This module is the single place those names and defaults are spelled. Every
+entry point (``Pail.from_env``, the worker and reaper Lambdas, ``pail`` and
+its ``work``/``work-once``, the runner) resolves its settings here, through
+``Settings.from_env`` (where the queue is), ``RunSettings.from_env`` (how a
+worker runs) and ``resolve`` under both; the CDK construct imports the same
+constants to set them, so the two cannot drift.
 
-Precedence, as in Powertools: an explicit argument beats the environment,
-which beats the default.
+Precedence, as in Powertools' ``resolve_env_var_choice``, written once in
+``resolve``: an explicit argument beats the environment, which beats the
+default. An unset or blank variable counts as not set.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from urllib.parse import urlsplit
 
 from pail.errors import ConfigurationError
@@ -54,6 +59,17 @@ ALL_ENV_VARS: tuple[str, ...] = (
 DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
 UNLIMITED = "none"
+DEFAULT_POLL_INTERVAL = 20.0
+"""The longest wait between two claims of an idle worker (``work``), in seconds."""
+DEFAULT_MIN_POLL_INTERVAL = 0.1
+"""The first wait of an idle worker; it doubles up to the poll interval."""
+DEFAULT_GRACE_PERIOD = 25.0
+"""Seconds a running job may go on after SIGTERM. ECS waits 30 s (``stopTimeout``)
+before SIGKILL; the rest is kept for giving the lease back."""
+DEFAULT_SAFETY_MARGIN = 10.0
+"""Seconds: a worker Lambda claims no job with less than this left in the invocation."""
+DEFAULT_SELF_HEAL_AFTER = 60.0
+"""Seconds the oldest pending job may wait, with no worker running, before the reaper wakes one."""
 
 # -- Input bounds: every number and time the API and the CLI take is checked here --------
 # (docs/protocol.md, "Input bounds", has the table.)
@@ -222,49 +238,222 @@ def validate_endpoint_url(url: str, *, source: str = "endpoint_url") -> str:
     return text
 
 
+# -- Reading the environment: one precedence, one parser per kind of value -------------------
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def resolve[T](
+    choice: T | None,
+    name: str,
+    env: Mapping[str, str] | None,
+    *,
+    default: T,
+    parse: Callable[[str, str], T],
+) -> T:
+    """One setting: ``choice`` if given (not None), else ``$name`` parsed, else ``default``.
+
+    The one place the precedence is written. An unset or blank variable is
+    not given; one that ``parse`` refuses is a ``ConfigurationError`` naming it.
+
+    >>> env = {"PAIL_MAX_JOBS": "5"}
+    >>> resolve(None, "PAIL_MAX_JOBS", env, default=None, parse=parse_count)
+    5
+    >>> resolve(2, "PAIL_MAX_JOBS", env, default=None, parse=parse_count)
+    2
+    >>> resolve(None, "PAIL_MAX_JOBS", {}, default=None, parse=parse_count) is None
+    True
+    """
+    if choice is not None:
+        return choice
+    text = (os.environ if env is None else env).get(name, "").strip()
+    return parse(text, name) if text else default
+
+
+def parse_text(text: str, name: str = "value") -> str:
+    """``text`` as given (a name, a URL...)."""
+    return text
+
+
+def parse_seconds(text: str, name: str = "seconds") -> float:
+    """``text`` as a finite number of seconds from 0 to ``MAX_SECONDS``.
+
+    >>> parse_seconds("2.5")
+    2.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds, got {text!r}") from None
+    return validate_seconds(name, value)
+
+
+def parse_count(text: str, name: str = "count") -> int:
+    """``text`` as a whole number >= 1.
+
+    >>> parse_count("10")
+    10
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigurationError(f"{name} must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def parse_flag(text: str, name: str = "flag") -> bool:
+    """A boolean written as true/false, yes/no, on/off or 1/0.
+
+    >>> parse_flag("yes"), parse_flag("OFF")
+    (True, False)
+    """
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ConfigurationError(f"{name} must be true or false, got {text!r}")
+
+
+def _parse_endpoint(text: str, name: str) -> str:
+    return validate_endpoint_url(text, source=name)
+
+
+def _parse_max_retries(text: str, name: str) -> int | None:
+    return parse_max_retries(text)
+
+
+class _NotGiven(Enum):
+    NOT_GIVEN = "not given"
+
+
+NOT_GIVEN = _NotGiven.NOT_GIVEN
+"""For a setting where None is a value (``max_retries=None``: no ceiling): not given at all."""
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything a worker or reaper entry point needs to connect to its queue."""
+    """Where a queue is and how its jobs are retried: what every entry point connects with.
+
+    ``region`` and ``profile`` have no ``PAIL_*`` variable: boto3 reads
+    ``AWS_REGION`` and ``AWS_PROFILE`` itself.
+    """
 
     bucket: str
     queue: str = ""
     endpoint_url: str | None = None
     visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT
     max_retries: int | None = DEFAULT_MAX_RETRIES
+    region: str | None = None
+    profile: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        """Read settings from ``env`` (default ``os.environ``); ``overrides`` win.
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        bucket: str | None = None,
+        queue: str | None = None,
+        endpoint_url: str | None = None,
+        visibility_timeout: float | None = None,
+        max_retries: int | _NotGiven | None = NOT_GIVEN,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> Settings:
+        """Resolve each setting: the argument, then its ``PAIL_*`` variable in ``env`` (default
+        ``os.environ``), then the default. ``max_retries=None`` is no ceiling, not "not given".
 
         >>> Settings.from_env({"PAIL_BUCKET": "jobs", "PAIL_MAX_RETRIES": "5"}).max_retries
         5
         """
-        env = os.environ if env is None else env
-        values: dict[str, object] = {}
-        if ENV_BUCKET in env:
-            values["bucket"] = env[ENV_BUCKET]
-        if ENV_QUEUE in env:
-            values["queue"] = env[ENV_QUEUE]
-        if env.get(ENV_ENDPOINT_URL):
-            values["endpoint_url"] = validate_endpoint_url(
-                env[ENV_ENDPOINT_URL], source=ENV_ENDPOINT_URL
-            )
-        if ENV_VISIBILITY_TIMEOUT in env:
-            try:
-                values["visibility_timeout"] = float(env[ENV_VISIBILITY_TIMEOUT])
-            except ValueError:
-                raise ConfigurationError(
-                    f"{ENV_VISIBILITY_TIMEOUT} must be a number of seconds, "
-                    f"got {env[ENV_VISIBILITY_TIMEOUT]!r}"
-                ) from None
-        if ENV_MAX_RETRIES in env:
-            values["max_retries"] = parse_max_retries(env[ENV_MAX_RETRIES])
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        if isinstance(overrides.get("endpoint_url"), str):
-            values["endpoint_url"] = validate_endpoint_url(str(overrides["endpoint_url"]))
-        if not values.get("bucket"):
+        resolved_bucket = resolve(bucket, ENV_BUCKET, env, default="", parse=parse_text)
+        if not resolved_bucket:
             raise ConfigurationError(f"no bucket: set {ENV_BUCKET} or pass bucket=")
-        settings = cls(**values)  # type: ignore[arg-type]
-        validate_visibility_timeout(settings.visibility_timeout)
-        validate_max_retries(settings.max_retries)
-        return settings
+        if endpoint_url is not None:
+            endpoint_url = validate_endpoint_url(endpoint_url)
+        retries = max_retries
+        if retries is NOT_GIVEN:
+            unlimited_or_count: int | None = DEFAULT_MAX_RETRIES
+            retries = resolve(
+                None, ENV_MAX_RETRIES, env, default=unlimited_or_count, parse=_parse_max_retries
+            )
+        timeout = resolve(
+            visibility_timeout,
+            ENV_VISIBILITY_TIMEOUT,
+            env,
+            default=DEFAULT_VISIBILITY_TIMEOUT,
+            parse=parse_seconds,
+        )
+        return cls(
+            bucket=resolved_bucket,
+            queue=resolve(queue, ENV_QUEUE, env, default="", parse=parse_text),
+            endpoint_url=resolve(
+                endpoint_url, ENV_ENDPOINT_URL, env, default=None, parse=_parse_endpoint
+            ),
+            visibility_timeout=validate_visibility_timeout(timeout),
+            max_retries=validate_max_retries(retries),
+            region=region,
+            profile=profile,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """How a worker runs: ``pail work``/``work-once`` and the runner, and the worker Lambda.
+
+    Each field is resolved by ``from_env`` as every setting is (argument,
+    ``PAIL_*`` variable, default) and checked against its bounds.
+    """
+
+    handler: str | None = None
+    """``module:function``; required by the runner, not by the Lambda (which is given ``run``)."""
+    max_jobs: int | None = None
+    time_budget: float | None = None
+    grace_period: float = DEFAULT_GRACE_PERIOD
+    job_timeout: float | None = None
+    safety_margin: float = DEFAULT_SAFETY_MARGIN
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        handler: str | None = None,
+        max_jobs: int | None = None,
+        time_budget: float | None = None,
+        grace_period: float | None = None,
+        job_timeout: float | None = None,
+        safety_margin: float | None = None,
+    ) -> RunSettings:
+        """Resolve each setting: the argument, then its ``PAIL_*`` variable, then the default.
+
+        >>> RunSettings.from_env({"PAIL_MAX_JOBS": "4"}, job_timeout=60).max_jobs
+        4
+        """
+        jobs = resolve(max_jobs, ENV_MAX_JOBS, env, default=None, parse=parse_count)
+        budget = resolve(time_budget, ENV_TIME_BUDGET, env, default=None, parse=parse_seconds)
+        timeout = resolve(job_timeout, ENV_JOB_TIMEOUT, env, default=None, parse=parse_seconds)
+        grace = resolve(
+            grace_period, ENV_GRACE_PERIOD, env, default=DEFAULT_GRACE_PERIOD, parse=parse_seconds
+        )
+        margin = resolve(
+            safety_margin,
+            ENV_SAFETY_MARGIN,
+            env,
+            default=DEFAULT_SAFETY_MARGIN,
+            parse=parse_seconds,
+        )
+        return cls(
+            handler=resolve(handler, ENV_HANDLER, env, default=None, parse=parse_text) or None,
+            max_jobs=None if jobs is None else validate_count("max_jobs", jobs, minimum=1),
+            time_budget=None if budget is None else validate_seconds("time_budget", budget),
+            grace_period=validate_seconds("grace_period", grace),
+            job_timeout=(
+                None
+                if timeout is None
+                else validate_seconds("job_timeout", timeout, above_minimum=True)
+            ),
+            safety_margin=validate_seconds("safety_margin", margin, above_minimum=True),
+        )

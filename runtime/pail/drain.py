@@ -53,6 +53,7 @@ from typing import Any, Protocol
 from pail import log_keys
 from pail.clock import Clock, SystemClock
 from pail.codec import RUNNING, encode_result
+from pail.config import DEFAULT_MIN_POLL_INTERVAL, DEFAULT_POLL_INTERVAL
 from pail.errors import LeaseLostError, PailError, PayloadError, StorageError
 from pail.message import Message
 from pail.protocol.transitions import Ending
@@ -79,8 +80,8 @@ class Polling:
     (0.5, 1.0, 3)
     """
 
-    floor: float = 0.1
-    ceiling: float = 20.0
+    floor: float = DEFAULT_MIN_POLL_INTERVAL
+    ceiling: float = DEFAULT_POLL_INTERVAL
 
     def next(self, current: float | None) -> float:
         if current is None:

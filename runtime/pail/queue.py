@@ -23,7 +23,10 @@ from pail.codec import (
 )
 from pail.config import (
     DEFAULT_MAX_RETRIES,
+    DEFAULT_MIN_POLL_INTERVAL,
+    DEFAULT_POLL_INTERVAL,
     DEFAULT_VISIBILITY_TIMEOUT,
+    Settings,
     validate_count,
     validate_expiry,
     validate_max_retries,
@@ -158,6 +161,22 @@ class Pail:
             visibility_timeout=visibility_timeout,
             max_retries=max_retries,
             retry_policy=retry_policy,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Pail:
+        """Connect with resolved ``Settings``: how every entry point connects.
+
+        >>> Pail.from_settings(Settings.from_env({"PAIL_BUCKET": "jobs"}))  # doctest: +SKIP
+        """
+        return cls.connect(
+            settings.bucket,
+            endpoint_url=settings.endpoint_url,
+            region=settings.region,
+            profile=settings.profile,
+            queue=settings.queue,
+            visibility_timeout=settings.visibility_timeout,
+            max_retries=settings.max_retries,
         )
 
     # -- properties ---------------------------------------------------------
@@ -388,8 +407,8 @@ class Pail:
         self,
         handler: Handler,
         *,
-        poll_interval: float = 20.0,
-        min_poll_interval: float = 0.1,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
         job_timeout: float | None = None,
         stop: threading.Event | None = None,
         max_jobs: int | None = None,

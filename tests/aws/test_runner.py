@@ -12,17 +12,9 @@ from typing import Any
 import pytest
 
 from pail import ConfigurationError, JobState, MemoryStore, Message, Pail
+from pail.cli.exit_codes import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, exit_code
 from pail.drain import JobReport, ProcessLimits, drain
-from pail.runner import (
-    EXIT_CONFIG,
-    EXIT_ERROR,
-    EXIT_OK,
-    RunSummary,
-    exit_code,
-    load_handler,
-    main,
-    run,
-)
+from pail.runner import RunSummary, load_handler, main, run
 from tests.aws import job_handlers
 from tests.aws.conftest import wait_until
 

@@ -11,8 +11,9 @@ import pytest
 from pail import BucketNotFoundError, MemoryStore, Pail, StorageError
 from pail.aws.lambda_worker import lambda_worker
 from pail.aws.reaper import ReaperFunction
+from pail.cli.exit_codes import EXIT_ERROR, exit_code
 from pail.local import LocalS3
-from pail.runner import EXIT_ERROR, exit_code, run
+from pail.runner import run
 from pail.store.base import ListPage
 from tests.aws.conftest import FakeContext, LogCapture, emf_records, metric_values
 from tests.conftest import make_client

@@ -57,7 +57,6 @@ from typing import TYPE_CHECKING, Any
 from pail import config, log_keys, metrics_names
 from pail.aws.triggers import SQS, describe_trigger
 from pail.drain import JobReport, Outcome, StopReason, Tally, drain
-from pail.envparse import read_count, read_seconds
 from pail.errors import ConfigurationError
 from pail.message import Message
 from pail.queue import Pail
@@ -68,9 +67,6 @@ if TYPE_CHECKING:
 
 Run = Callable[[Any], Any]
 LambdaHandler = Callable[[Any, Any], dict[str, Any]]
-
-DEFAULT_SAFETY_MARGIN = 10.0
-"""Seconds: no job is claimed with less than this left in the invocation."""
 
 
 class InvocationLimits:
@@ -174,22 +170,18 @@ class LambdaWorker:
 
         env = os.environ if self._env is None else self._env
         pail = self._connect(env)
-        margin = self._margin
-        if margin is None:
-            margin = read_seconds(config.ENV_SAFETY_MARGIN, env, DEFAULT_SAFETY_MARGIN)
-        if margin <= 0:
-            raise ConfigurationError(f"the safety margin must be > 0 seconds, got {margin}")
+        settings = config.RunSettings.from_env(
+            env,
+            safety_margin=self._margin,
+            job_timeout=self._job_timeout,
+            max_jobs=self._max_jobs,
+        )
+        margin = settings.safety_margin
         reserve = margin / 2 if self._reserve is None else self._reserve
         if not 0 < reserve <= margin:
             raise ConfigurationError(
                 f"release_reserve must be > 0 and <= the safety margin ({margin} s), got {reserve}"
             )
-        job_timeout = self._job_timeout
-        if job_timeout is None:
-            job_timeout = read_seconds(config.ENV_JOB_TIMEOUT, env)
-        max_jobs = (
-            self._max_jobs if self._max_jobs is not None else read_count(config.ENV_MAX_JOBS, env)
-        )
         service = observability.WORKER_SERVICE
         logger = self._logger or observability.build_logger(service, env)
         log_keys.install(logger.registered_handler)
@@ -200,8 +192,8 @@ class LambdaWorker:
             tracer=self._tracer or observability.build_tracer(service, env),
             margin=margin,
             reserve=reserve,
-            job_timeout=job_timeout,
-            max_jobs=max_jobs,
+            job_timeout=settings.job_timeout,
+            max_jobs=settings.max_jobs,
         )
 
     def _connect(self, env: Mapping[str, str]) -> Pail:
@@ -209,14 +201,7 @@ class LambdaWorker:
             return self._pail
         if self._pail is not None:
             return self._pail()
-        settings = config.Settings.from_env(env)
-        return Pail.connect(
-            settings.bucket,
-            endpoint_url=settings.endpoint_url,
-            queue=settings.queue,
-            visibility_timeout=settings.visibility_timeout,
-            max_retries=settings.max_retries,
-        )
+        return Pail.from_settings(config.Settings.from_env(env))
 
     def _wrap(self, runtime: _Runtime) -> LambdaHandler:
         from pail.aws.observability import is_lambda_context

@@ -28,8 +28,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from pail import metrics_names
-from pail.config import ENV_TRACING
-from pail.envparse import read_flag
+from pail.config import ENV_TRACING, parse_flag, resolve
 from pail.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ def build_metrics(namespace: str) -> EphemeralMetrics:
 
 def build_tracer(default_service: str, env: Mapping[str, str] | None = None) -> Tracer | None:
     """A Powertools ``Tracer`` when ``PAIL_TRACING`` is true, else None."""
-    if not read_flag(ENV_TRACING, env):
+    if not resolve(None, ENV_TRACING, env, default=False, parse=parse_flag):
         return None
     if importlib.util.find_spec("aws_xray_sdk") is None:  # pragma: no cover - the install
         raise ConfigurationError(

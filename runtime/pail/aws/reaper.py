@@ -49,7 +49,6 @@ from pail import config, metrics_names
 from pail.aws import observability
 from pail.aws.triggers import SELF_HEAL_SOURCE
 from pail.depth import DEFAULT_MAX_PAGES, Depth, measure_depth
-from pail.envparse import read_seconds
 from pail.errors import PailError
 from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
@@ -60,9 +59,6 @@ if TYPE_CHECKING:
 
 Invoker = Callable[[str, Mapping[str, Any]], None]
 """Invokes a Lambda function asynchronously: ``invoke(function_name, payload)``."""
-
-DEFAULT_SELF_HEAL_AFTER = 60.0
-"""Seconds the oldest pending job may wait, with no worker running, before the reaper wakes one."""
 
 
 def self_heal_reason(depth: Depth, *, after: float) -> str | None:
@@ -156,22 +152,26 @@ class ReaperFunction:
         elif self._pail is not None:
             pail = self._pail()
         else:
-            settings = config.Settings.from_env(env)
-            pail = Pail.connect(
-                settings.bucket,
-                endpoint_url=settings.endpoint_url,
-                queue=settings.queue,
-                visibility_timeout=settings.visibility_timeout,
-                max_retries=settings.max_retries,
-            )
-        after = self._self_heal_after
-        if after is None:
-            after = read_seconds(config.ENV_SELF_HEAL_AFTER, env, DEFAULT_SELF_HEAL_AFTER)
+            pail = Pail.from_settings(config.Settings.from_env(env))
+        after = config.resolve(
+            self._self_heal_after,
+            config.ENV_SELF_HEAL_AFTER,
+            env,
+            default=config.DEFAULT_SELF_HEAL_AFTER,
+            parse=config.parse_seconds,
+        )
+        worker = config.resolve(
+            self._worker_function,
+            config.ENV_WORKER_FUNCTION,
+            env,
+            default=None,
+            parse=config.parse_text,
+        )
         return _Runtime(
             pail=pail,
             logger=self._logger or observability.build_logger(observability.REAPER_SERVICE, env),
             metrics=self._metrics or observability.build_metrics(pail.keys.namespace),
-            worker_function=self._worker_function or env.get(config.ENV_WORKER_FUNCTION) or None,
+            worker_function=worker or None,
             self_heal_after=after,
         )
 

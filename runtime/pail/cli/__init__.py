@@ -6,6 +6,8 @@ click group, for ``click.testing.CliRunner`` and for embedding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pail.cli.admin import list_jobs, purge, queues
 from pail.cli.app import cli
 from pail.cli.dashboard import dashboard
@@ -44,4 +46,12 @@ def main() -> None:
     cli(prog_name="pail")
 
 
-__all__ = ["cli", "main"]
+def run_command(args: Sequence[str], *, prog_name: str = "pail") -> int:
+    """Run ``pail ARGS...`` in this process; return its exit code instead of exiting."""
+    try:
+        cli.main(args=list(args), prog_name=prog_name)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+
+
+__all__ = ["cli", "main", "run_command"]

@@ -10,7 +10,6 @@ default).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pail.config import (
     ENV_QUEUE,
     ENV_VISIBILITY_TIMEOUT,
     MAX_VISIBILITY_TIMEOUT,
+    NOT_GIVEN,
     Settings,
     parse_max_retries,
 )
@@ -55,33 +55,22 @@ class Options:
 
     def settings(self, bucket: str, env: Mapping[str, str] | None = None) -> Settings:
         """Resolve the queue settings: these options, then ``PAIL_*`` variables, then defaults."""
-        settings = Settings.from_env(
+        return Settings.from_env(
             env,
             bucket=bucket,
             queue=self.queue,
             endpoint_url=self.endpoint_url,
             visibility_timeout=self.visibility_timeout,
+            max_retries=(
+                NOT_GIVEN if self.max_retries is None else parse_max_retries(self.max_retries)
+            ),
+            region=self.region,
+            profile=self.profile,
         )
-        if self.max_retries is not None:
-            # Passed apart: "none" parses to None, which from_env's overrides
-            # would take for "not given".
-            settings = dataclasses.replace(
-                settings, max_retries=parse_max_retries(self.max_retries)
-            )
-        return settings
 
     def connect(self, bucket: str) -> Pail:
         """A ``Pail`` for ``bucket`` with these options; boto3 finds credentials as usual."""
-        settings = self.settings(bucket)
-        return Pail.connect(
-            settings.bucket,
-            endpoint_url=settings.endpoint_url,
-            region=self.region,
-            profile=self.profile,
-            queue=settings.queue,
-            visibility_timeout=settings.visibility_timeout,
-            max_retries=settings.max_retries,
-        )
+        return Pail.from_settings(self.settings(bucket))
 
 
 def options(ctx: click.Context) -> Options:

@@ -1,14 +1,30 @@
-"""The exit codes of the ``pail`` command, documented in its help and in the README.
+"""The exit codes of the ``pail`` command, documented in its help and in the README: one table.
 
-``pail work`` and ``pail work-once`` exit with the runner's codes instead
-(``pail.runner``), which the Fargate task definition relies on.
+``pail work`` and ``pail work-once`` (the Fargate task's command, also run as
+``python -m pail.runner``) use three of them, with the meanings the task
+relies on (``EXIT_OK``, ``EXIT_ERROR``, ``EXIT_CONFIG``): ``exit_code`` maps a
+run's summary to its code, ``worker_exit_code_for`` an error that stopped it.
+
+====  ==========================================================================
+0     ``EXIT_OK``: it ran and stopped normally: jobs processed (whatever their
+      outcome, which is recorded on each job), the queue was empty
+      (``EXIT_EMPTY``, unless ``--empty-exit-code`` says otherwise), a job
+      count or time budget was reached, or a signal stopped it cleanly.
+1     ``EXIT_ERROR``: S3 kept failing (after botocore's retries) on a claim
+      or while a job's outcome was recorded (``work-once``; the summary's
+      ``error`` says which), or an unexpected error.
+2     ``EXIT_CONFIG``: bad configuration: no bucket, a handler that cannot be
+      imported or called, an invalid setting, a missing bucket, denied access.
+====  ==========================================================================
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
+from pail.drain import StopReason, Tally
 from pail.errors import (
+    AccessDeniedError,
     BucketNotFoundError,
     ConfigurationError,
     CredentialsNotFoundError,
@@ -44,7 +60,49 @@ Exit codes:
   6    job cancelled: it will never have a result
   7    too late to cancel: the job had already finished (done or dead-lettered)
   130  interrupted (Ctrl-C)
-work / work-once exit with the runner's codes: see `pail work --help`."""
+work / work-once: 0, 1 and 2 only, as `pail work --help` says."""
+
+EXIT_OK = ExitCode.OK
+EXIT_EMPTY = ExitCode.OK
+"""``work-once`` found no job. Zero, so a task started for an event that another
+worker already served does not count as a failed task; ``--empty-exit-code``
+picks another code (e.g. for ``while pail work-once --empty-exit-code 3; do :; done``)."""
+EXIT_ERROR = ExitCode.ERROR
+EXIT_CONFIG = ExitCode.USAGE
+
+WORKER_HELP = f"""\b
+Exit codes:
+  {EXIT_OK:d}  ran and stopped normally: jobs processed (each job's outcome is
+     recorded on the job), queue empty, a limit reached, or SIGTERM/SIGINT
+  {EXIT_ERROR:d}  S3 kept failing after retries (on a claim, or while recording a
+     job's outcome), or an unexpected error
+  {EXIT_CONFIG:d}  configuration: no bucket or handler, a handler that cannot be
+     imported, an invalid setting, a missing bucket, denied access"""
+
+CONFIG_ERRORS = (ConfigurationError, BucketNotFoundError, AccessDeniedError)
+"""What stops a worker as configuration (``EXIT_CONFIG``): nothing it can retry fixes them."""
+
+
+def exit_code(summary: Tally, *, empty: int = EXIT_EMPTY) -> int:
+    """The exit code of a worker run that ended with ``summary``.
+
+    >>> exit_code(Tally(0, 0, 0, "empty"), empty=3), exit_code(Tally(1, 0, 1, "max_jobs"))
+    (3, <ExitCode.OK: 0>)
+    """
+    if summary.stop_reason == StopReason.STORAGE_ERROR:
+        return EXIT_ERROR
+    if summary.processed == 0 and summary.stop_reason == StopReason.EMPTY:
+        return empty
+    return EXIT_OK
+
+
+def worker_exit_code_for(error: PailError) -> int:
+    """The exit code of a worker run that an error stopped before it ended.
+
+    >>> worker_exit_code_for(BucketNotFoundError("jobs"))
+    <ExitCode.USAGE: 2>
+    """
+    return EXIT_CONFIG if isinstance(error, CONFIG_ERRORS) else EXIT_ERROR
 
 
 class CommandError(PailError):

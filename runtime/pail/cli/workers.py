@@ -1,16 +1,17 @@
-"""``pail work`` and ``pail work-once``: the worker entry points, shared with the Fargate task.
+"""``pail work`` and ``pail work-once``: the worker's command line, which the Fargate task runs.
 
-Both are thin: they resolve options (flag, then ``PAIL_*`` environment
-variable, then default, as ``pail.runner`` does), load the handler with
-``runner.load_handler`` and hand over to ``runner.run``, which owns the
-loop, SIGTERM handling and the exit codes. As the runner promises, the last
-line on stdout is the run's summary as JSON.
+Both are thin: they resolve their settings (``config.RunSettings``: flag,
+then ``PAIL_*`` environment variable, then default), load the handler with
+``runner.load_handler`` and hand over to ``runner.run``, which owns SIGTERM
+handling around the one job loop (``pail.drain``). The exit codes are
+``exit_codes``' (``EXIT_OK``, ``EXIT_ERROR``, ``EXIT_CONFIG``), and the last
+line on stdout is the run's summary as JSON. ``python -m pail.runner``
+runs these same commands.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,24 +20,20 @@ import click
 from pail import config, runner
 from pail.cli import worker_log
 from pail.cli.context import Options, bucket_argument, global_options, options, resolve_bucket
-from pail.cli.exit_codes import CommandError, message_for
+from pail.cli.exit_codes import (
+    EXIT_EMPTY,
+    WORKER_HELP,
+    CommandError,
+    exit_code,
+    message_for,
+    worker_exit_code_for,
+)
 from pail.cli.params import Seconds
 from pail.cli.worker_log import worker_logging
-from pail.envparse import read_count, read_seconds
-from pail.errors import AccessDeniedError, BucketNotFoundError, ConfigurationError, PailError
+from pail.drain import Tally
+from pail.errors import ConfigurationError, PailError
 from pail.output import to_json_text
 from pail.queue import Pail
-
-EXIT_HELP = f"""\b
-Exit codes (pail.runner's):
-  {runner.EXIT_OK}  ran and stopped normally: jobs processed (each job's outcome is
-     recorded on the job), queue empty, a limit reached, or SIGTERM/SIGINT
-  {runner.EXIT_ERROR}  S3 kept failing after retries (on a claim, or while recording a
-     job's outcome), or an unexpected error
-  {runner.EXIT_CONFIG}  configuration: no bucket or handler, a handler that cannot be
-     imported, an invalid setting, a missing bucket, denied access"""
-
-_CONFIG_ERRORS = (ConfigurationError, BucketNotFoundError, AccessDeniedError)
 
 log = logging.getLogger("pail.work")
 
@@ -65,7 +62,7 @@ def _worker_options[F: Callable[..., Any]](func: F) -> F:
             type=Seconds(),
             metavar="SECONDS",
             help="After SIGTERM, how long a running job may go on before its lease is given "
-            f"back [env {config.ENV_GRACE_PERIOD}; default {runner.DEFAULT_GRACE_PERIOD:g}].",
+            f"back [env {config.ENV_GRACE_PERIOD}; default {config.DEFAULT_GRACE_PERIOD:g}].",
         ),
         click.option(
             "--job-timeout",
@@ -129,8 +126,8 @@ def _run(
     time_budget: float | None,
     grace_period: float | None,
     job_timeout: float | None,
-    poll_interval: float = 20.0,
-    empty_exit_code: int = runner.EXIT_EMPTY,
+    poll_interval: float = config.DEFAULT_POLL_INTERVAL,
+    empty_exit_code: int = EXIT_EMPTY,
     log_level: str | None = None,
     log_format: worker_log.LogFormat = "text",
     idle_every: float | None = None,
@@ -162,7 +159,7 @@ def _run(
         if summary.error:
             log.error("S3 kept failing: %s", summary.error)
     opts.output().line(to_json_text(summary.to_json()))
-    ctx.exit(runner.exit_code(summary, empty=empty_exit_code))
+    ctx.exit(exit_code(summary, empty=empty_exit_code))
 
 
 def _serve(
@@ -177,15 +174,21 @@ def _serve(
     job_timeout: float | None,
     poll_interval: float,
     idle_every: float | None,
-) -> runner.RunSummary:
+) -> Tally:
     reporter = None
     try:
-        spec = handler or os.environ.get(config.ENV_HANDLER, "").strip()
-        if not spec:
+        settings = config.RunSettings.from_env(
+            handler=handler,
+            max_jobs=max_jobs,
+            time_budget=time_budget,
+            grace_period=grace_period,
+            job_timeout=job_timeout,
+        )
+        if not settings.handler:
             raise ConfigurationError(f"no handler: pass --handler or set {config.ENV_HANDLER}")
-        function = runner.load_handler(spec)
+        function = runner.load_handler(settings.handler)
         pail = opts.connect(resolve_bucket(bucket))
-        _start_line(pail, spec, once=once, poll_interval=poll_interval)
+        _start_line(pail, settings.handler, once=once, poll_interval=poll_interval)
         if not once:
             reporter = worker_log.IdleReporter(
                 every=idle_every or worker_log.IDLE_EVERY, poll_interval=poll_interval
@@ -194,39 +197,28 @@ def _serve(
             pail,
             function,
             once=once,
-            max_jobs=max_jobs if max_jobs is not None else read_count(config.ENV_MAX_JOBS),
-            time_budget=(
-                time_budget if time_budget is not None else read_seconds(config.ENV_TIME_BUDGET)
-            ),
+            max_jobs=settings.max_jobs,
+            time_budget=settings.time_budget,
             poll_interval=poll_interval,
-            grace_period=(
-                grace_period
-                if grace_period is not None
-                else read_seconds(config.ENV_GRACE_PERIOD, default=runner.DEFAULT_GRACE_PERIOD)
-                or 0.0
-            ),
-            job_timeout=(
-                job_timeout if job_timeout is not None else read_seconds(config.ENV_JOB_TIMEOUT)
-            ),
+            grace_period=settings.grace_period,
+            job_timeout=settings.job_timeout,
             observer=reporter,
         )
-    except _CONFIG_ERRORS as exc:
-        raise CommandError(message_for(exc), runner.EXIT_CONFIG) from exc
     except PailError as exc:
-        raise CommandError(message_for(exc), runner.EXIT_ERROR) from exc
+        raise CommandError(message_for(exc), worker_exit_code_for(exc)) from exc
     finally:
         if reporter is not None:
             reporter.stop()
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(epilog=WORKER_HELP)
 @bucket_argument
 @_worker_options
 @_logging_options
 @click.option(
     "--poll-interval",
-    type=Seconds(minimum=0.1),
-    default=20.0,
+    type=Seconds(minimum=config.DEFAULT_MIN_POLL_INTERVAL),
+    default=config.DEFAULT_POLL_INTERVAL,
     show_default=True,
     metavar="SECONDS",
     help="Longest wait between two claims while the queue is empty.",
@@ -271,14 +263,14 @@ def work(
     )
 
 
-@click.command("work-once", epilog=EXIT_HELP)
+@click.command("work-once", epilog=WORKER_HELP)
 @bucket_argument
 @_worker_options
 @_logging_options
 @click.option(
     "--empty-exit-code",
     type=click.IntRange(0, 255),
-    default=runner.EXIT_EMPTY,
+    default=EXIT_EMPTY,
     show_default=True,
     metavar="CODE",
     help="Exit code when the queue was empty, e.g. 3 for `while pail work-once ...; do :; done`.",
