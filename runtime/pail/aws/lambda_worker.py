@@ -120,7 +120,20 @@ class _Runtime:
 class LambdaWorker:
     """A Lambda handler ``(event, context) -> summary`` that drains the queue with ``run``.
 
-    Made by ``lambda_worker``; see the module docstring.
+    ``handler = lambda_worker(run)`` (``lambda_worker`` is this class); see the module docstring.
+
+    Every keyword is optional and beats its environment variable:
+
+    * ``pail``: the queue, or a function that makes it (default: from ``PAIL_*``);
+    * ``safety_margin``: seconds; no job is claimed with less left (``PAIL_SAFETY_MARGIN_SECONDS``, 10);
+    * ``release_reserve``: seconds; a job still running with this little left is released
+      (default: half the margin);
+    * ``job_timeout``: seconds; a handler running longer fails its attempt (``PAIL_JOB_TIMEOUT_SECONDS``);
+    * ``max_jobs``: at most this many jobs per invocation (``PAIL_MAX_JOBS``);
+    * ``logger``, ``metrics``, ``tracer``: Powertools objects to use instead of pail's own;
+    * ``env``: the environment to read instead of ``os.environ``.
+
+    Nothing is read or connected until the first invocation.
     """
 
     def __init__(
@@ -259,46 +272,8 @@ class LambdaWorker:
         return summary
 
 
-def lambda_worker(
-    run: Run,
-    *,
-    pail: Pail | Callable[[], Pail] | None = None,
-    safety_margin: float | None = None,
-    release_reserve: float | None = None,
-    job_timeout: float | None = None,
-    max_jobs: int | None = None,
-    logger: Logger | None = None,
-    metrics: EphemeralMetrics | None = None,
-    tracer: Tracer | None = None,
-    env: Mapping[str, str] | None = None,
-) -> LambdaWorker:
-    """Wrap ``run(payload)`` as a worker Lambda handler: ``handler = lambda_worker(run)``.
-
-    Every keyword is optional and beats its environment variable:
-
-    * ``pail``: the queue, or a function that makes it (default: from ``PAIL_*``);
-    * ``safety_margin``: seconds; no job is claimed with less left (``PAIL_SAFETY_MARGIN_SECONDS``, 10);
-    * ``release_reserve``: seconds; a job still running with this little left is released
-      (default: half the margin);
-    * ``job_timeout``: seconds; a handler running longer fails its attempt (``PAIL_JOB_TIMEOUT_SECONDS``);
-    * ``max_jobs``: at most this many jobs per invocation (``PAIL_MAX_JOBS``);
-    * ``logger``, ``metrics``, ``tracer``: Powertools objects to use instead of pail's own;
-    * ``env``: the environment to read instead of ``os.environ``.
-
-    Nothing is read or connected until the first invocation.
-    """
-    return LambdaWorker(
-        run,
-        pail=pail,
-        safety_margin=safety_margin,
-        release_reserve=release_reserve,
-        job_timeout=job_timeout,
-        max_jobs=max_jobs,
-        logger=logger,
-        metrics=metrics,
-        tracer=tracer,
-        env=env,
-    )
+lambda_worker = LambdaWorker
+"""``handler = lambda_worker(run)``: the worker Lambda template (``LambdaWorker``, by its usual name)."""
 
 
 class _Observer:
