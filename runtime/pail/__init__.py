@@ -14,6 +14,7 @@ from pail.codec import DeadLetter, ErrorInfo
 from pail.drain import HandlerTimeoutError, current_job
 from pail.errors import (
     AccessDeniedError,
+    BatchEnqueueError,
     BucketNotFoundError,
     ConditionFailedError,
     ConfigurationError,
@@ -27,11 +28,10 @@ from pail.errors import (
     PayloadError,
     StorageError,
 )
-from pail.features.batch import BatchEnqueueError
-from pail.features.dedup import EnqueueResult
-from pail.features.retry import RetryPolicy
 from pail.message import Message
+from pail.protocol.dedup import EnqueueResult
 from pail.protocol.reaper import ReapReport
+from pail.protocol.retry import RetryPolicy
 from pail.protocol.transitions import Ending
 from pail.queue import Pail
 from pail.stats import Stats

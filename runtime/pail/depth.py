@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pail.features import delay
 from pail.keys import DLQ, QUEUE, RUN, Keys
+from pail.protocol import delay
 from pail.protocol.reaper import CLOCK_RESOLUTION
 from pail.store.base import Store
 

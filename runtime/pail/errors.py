@@ -104,3 +104,46 @@ class JobNotFoundError(PailError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class BatchEnqueueError(PailError):
+    """Some items of an ``enqueue_many`` were not (surely) enqueued; the others were.
+
+    * ``ids``: one entry per payload, in order: the job id of each item that
+      was enqueued, None for the others.
+    * ``errors``: each item not known to be enqueued, by index, with its exception.
+    * ``unknown``: among those, the items that **may** have been enqueued (S3
+      failed after their write was sent), with the id each may exist under.
+    * ``failed_indices``: the items surely not enqueued (``errors`` minus
+      ``unknown``). Re-send them as new jobs.
+    * ``unknown_indices``: re-send those under their ids, never as new jobs:
+      ``pail.enqueue_many([payloads[i] for i in e.unknown_indices],
+      ids=[e.unknown[i] for i in e.unknown_indices])``. An item already there
+      counts as enqueued, so no payload is ever enqueued twice.
+    """
+
+    def __init__(
+        self,
+        ids: list[str | None],
+        errors: dict[int, BaseException],
+        unknown: dict[int, str] | None = None,
+    ) -> None:
+        self.ids = ids
+        self.errors = errors
+        self.unknown = dict(unknown or {})
+        first = min(errors)
+        maybe = f", {len(self.unknown)} of them may have been" if self.unknown else ""
+        super().__init__(
+            f"{len(errors)} of {len(ids)} jobs were not enqueued{maybe} "
+            f"(first: item {first}: {errors[first]!r})"
+        )
+
+    @property
+    def failed_indices(self) -> list[int]:
+        """The items surely not enqueued: re-send them as new jobs."""
+        return sorted(set(self.errors) - set(self.unknown))
+
+    @property
+    def unknown_indices(self) -> list[int]:
+        """The items that may have been enqueued: re-send them under their ids (``unknown``)."""
+        return sorted(self.unknown)

@@ -26,7 +26,7 @@ DLQ = "dlq/"
 
 ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ)
 
-# Not a job state: dedup key records (``pail.features.dedup``), named by a digest.
+# Not a job state: dedup key records (``pail.protocol.dedup``), named by a digest.
 DEDUP = "keys/"
 
 # Not a job state: pail's own bookkeeping, such as where the reaper's last pass

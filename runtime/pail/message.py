@@ -8,11 +8,10 @@ from typing import Any
 from pail.clock import Clock
 from pail.codec import ErrorInfo
 from pail.errors import LeaseLostError, PayloadError
-from pail.features import cancel
 from pail.heartbeat import Heartbeat
 from pail.jsonsafe import check_value
 from pail.keys import Keys
-from pail.protocol import settle
+from pail.protocol import cancel, settle
 from pail.protocol.lease import Lease
 from pail.protocol.transitions import Ending
 from pail.protocol.writes import WriteStats

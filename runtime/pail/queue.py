@@ -14,10 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pail.clock import Clock, SystemClock
 from pail.codec import (
     META_OUTCOME,
-    META_WRITE,
     OUTCOME_DEAD,
     DeadLetter,
-    Envelope,
     check_carried,
     decode_result,
 )
@@ -35,23 +33,12 @@ from pail.config import (
 )
 from pail.drain import Handler, Polling, ProcessLimits, drain
 from pail.errors import (
-    AccessDeniedError,
-    BucketNotFoundError,
-    ConditionFailedError,
     ConfigurationError,
     DecodeError,
-    EnqueueUnknownError,
     JobNotFoundError,
-    PailError,
     PayloadError,
-    StorageError,
 )
-from pail.features import batch, cancel, dedup
-from pail.features import delay as delay_feature
-from pail.features.priority import Priority, due_for
-from pail.features.retry import RetryPolicy
 from pail.ids import new_job_id, validate_job_id
-from pail.jsonsafe import check_value
 from pail.keys import DLQ, Keys
 from pail.message import Message
 from pail.operate import dead_letters as dead_letter_ops
@@ -59,13 +46,17 @@ from pail.operate import purge as purge_ops
 from pail.operate.jobs import JobPage, list_jobs
 from pail.operate.objects import JobKind
 from pail.operate.queues import QueueList, list_queues
-from pail.protocol import redrive
+from pail.protocol import cancel, dedup, redrive
 from pail.protocol.claim import Claimer
+from pail.protocol.delay import Priority, due_for, due_time
+from pail.protocol.delay import find as find_delayed
+from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
 from pail.protocol.reaper import Reaper, ReapReport
+from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.stats import Stats, count_jobs, list_pages
-from pail.status import JobStatus, read_status
+from pail.status import JobStatus, read_delayed_status, read_status
 from pail.store.base import ObjectInfo, Store
 from pail.store.client import build_client
 from pail.store.s3 import Mode, S3Store, validate_bucket_name
@@ -74,9 +65,6 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 log = logging.getLogger("pail")
-
-_REFUSED = (BucketNotFoundError, AccessDeniedError, ConfigurationError)
-"""Errors that mean the server refused a write: it was not applied."""
 
 
 def _owner() -> str:
@@ -227,64 +215,13 @@ class Pail:
         ``datetime``) the job is not claimable before that time. A ``"high"``
         ``priority`` job is claimed before the normal backlog.
         """
-        now = delay_feature.utc_now()
-        due = due_for(priority, delay_feature.due_time(delay, not_before, now=now))
+        now = self._clock.now()
+        due = due_for(priority, due_time(delay, not_before, now=now))
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due).id
-        return self._put_pending(payload, new_job_id(), due=due, now=now)
-
-    def _put_pending(
-        self, payload: Any, job_id: str, *, due: datetime | None, now: datetime
-    ) -> str:
-        """Create the job's pending entry (create-only); its id, or an error.
-
-        Raises ``EnqueueUnknownError`` (with the id) when S3 failed after the
-        write was sent, and sending it once more did not settle whether it landed.
-        ``PayloadError`` (saying where) for a payload JSON cannot hold.
-        """
-        check_value(payload, "payload")
-        envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
-        body = envelope.encode()
-        key = self._keys.queue(job_id)
-        if due is not None:
-            key = delay_feature.delayed_key(self._keys, due, job_id)
-        meta = {META_WRITE: envelope.write}
-        try:
-            self._store.put(key, body, if_none_match=True, metadata=meta)
-        except ConditionFailedError:
-            self.write_stats.lost("enqueue")
-            # Nobody else can hold a fresh ULID: this is our own earlier try,
-            # resent after its response was lost. No read-back needed (a
-            # producer granted PutObject on queue/ only could not read anyway).
-            # A resend can also re-create an entry a worker already took and
-            # finished; the claim's HEAD of done/{id} (its step 4) catches that.
-            log.info("job %s: enqueued by an earlier try whose response was lost", job_id)
-        except _REFUSED:
-            raise  # the server refused the write: nothing was enqueued
-        except StorageError as exc:
-            return self._settle_unknown(key, body, meta, job_id, exc)
-        return job_id
-
-    def _settle_unknown(
-        self, key: str, body: bytes, meta: dict[str, str], job_id: str, cause: StorageError
-    ) -> str:
-        """The write may have landed with every response lost: send the very same one again.
-
-        Created, or refused because it is there (the first write's own: the id
-        is fresh), the job is enqueued. This is the resend botocore makes, so
-        the protocol already covers an entry re-created after its job ran
-        (the claim's HEAD of ``done/{id}`` drops it).
-        """
-        log.warning(
-            "job %s: enqueue failed after it was sent (%s); sending it again", job_id, cause
+        return put_pending(
+            self._store, self._keys, payload, new_job_id(), now=now, due=due, stats=self.write_stats
         )
-        try:
-            self._store.put(key, body, if_none_match=True, metadata=meta)
-        except ConditionFailedError:
-            return job_id
-        except PailError as again:
-            raise EnqueueUnknownError(job_id, again) from cause
-        return job_id
 
     def enqueue_once(
         self,
@@ -303,11 +240,11 @@ class Pail:
         remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
         ``delay``, ``not_before`` and ``priority`` work as in ``enqueue``.
         """
+        now = self._clock.now()
         if due is None:
-            due = delay_feature.due_time(delay, not_before, now=delay_feature.utc_now())
-            due = due_for(priority, due)
+            due = due_for(priority, due_time(delay, not_before, now=now))
         return dedup.enqueue_keyed(
-            self._store, self._keys, payload, key, due=due, stats=self.write_stats
+            self._store, self._keys, payload, key, now=now, due=due, stats=self.write_stats
         )
 
     def forget_key(self, key: str) -> None:
@@ -319,7 +256,7 @@ class Pail:
         payloads: Sequence[Any],
         *,
         ids: Sequence[str] | None = None,
-        max_workers: int = batch.DEFAULT_MAX_WORKERS,
+        max_workers: int = DEFAULT_MAX_WORKERS,
     ) -> list[str]:
         """Enqueue every payload, ``max_workers`` PUTs at a time; return the ids in order.
 
@@ -338,9 +275,12 @@ class Pail:
                 raise ConfigurationError("enqueue_many: ids must be distinct")
 
         def put(payload: Any, job_id: str) -> str:
-            return self._put_pending(payload, job_id, due=None, now=delay_feature.utc_now())
+            now = self._clock.now()
+            return put_pending(
+                self._store, self._keys, payload, job_id, now=now, stats=self.write_stats
+            )
 
-        return batch.enqueue_many(put, payloads, chosen, max_workers=max_workers)
+        return enqueue_many(put, payloads, chosen, max_workers=max_workers)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job; True if it is cancelled, False if it had already ended.
@@ -483,7 +423,7 @@ class Pail:
             "done": self._keys.done(job_id),
             "failed": self._keys.dlq(job_id),
         }
-        waiting = delay_feature.find(self._store, self._keys, job_id)
+        waiting = find_delayed(self._store, self._keys, job_id)
         if waiting is not None:
             keys["delayed"] = waiting.key
         return {state: self._store.presign_get(key, expires_in) for state, key in keys.items()}
@@ -497,7 +437,7 @@ class Pail:
         job_id = validate_job_id(job_id)
         found = read_status(self._store, self._keys, job_id)
         if found is None:
-            found = delay_feature.read_delayed_status(self._store, self._keys, job_id)
+            found = read_delayed_status(self._store, self._keys, job_id)
         return found
 
     def stats(self) -> Stats:

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pail.codec import META_OUTCOME, OUTCOME_CANCELLED, might_be_marker
-from pail.features import delay
 from pail.ids import ulid_time
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.protocol import delay
 from pail.store.base import ListPage, Store
 
 

@@ -23,6 +23,7 @@ from pail.codec import (
 from pail.errors import DecodeError, PayloadError
 from pail.ids import ulid_time
 from pail.keys import Keys
+from pail.protocol import delay
 from pail.protocol.redrive import stale_marker
 from pail.store.base import ObjectInfo, Store
 
@@ -109,15 +110,6 @@ def read_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
         if found is not None:
             return found
     return None
-
-
-def job_exists(store: Store, keys: Keys, job_id: str) -> bool:
-    """Whether any object of the job exists; one HEAD while it is pending (cheaper than status)."""
-    for _ in range(_ROUNDS):
-        for key in (keys.queue(job_id), keys.run(job_id), keys.done(job_id), keys.dlq(job_id)):
-            if store.head(key) is not None:
-                return True
-    return False
 
 
 def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
@@ -220,4 +212,28 @@ def _running(
         record.error,
         record.progress,
         None if record.state == RETRYING else record.owner,
+    )
+
+
+def read_delayed_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
+    """The status of a delayed job that is not due yet (pending), or None if there is none."""
+    info = delay.find(store, keys, job_id)
+    entry = store.get(info.key) if info is not None else None
+    if entry is None:
+        return None
+    try:
+        envelope = Envelope.decode(entry.body)
+    except DecodeError as exc:
+        # Foreign bytes: a claim quarantines them once they are due.
+        error = ErrorInfo.from_exception(exc)
+        return JobStatus(job_id, JobState.PENDING, 0, None, entry.last_modified, error)
+    # Decoding checked that enqueued_at is an ISO 8601 time.
+    enqueued = datetime.fromisoformat(envelope.enqueued_at) if envelope.enqueued_at else None
+    return JobStatus(
+        job_id,
+        JobState.CANCELLED if envelope.cancelled else JobState.PENDING,
+        envelope.attempts,
+        enqueued,
+        entry.last_modified,
+        pending_error(envelope),
     )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pail import ConfigurationError, Pail, PayloadError
-from pail.features.batch import BatchEnqueueError
+from pail.errors import BatchEnqueueError
 from tests.support.counting import RequestCounter
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from pail import ConfigurationError, JobState, Pail
-from pail.features.dedup import EnqueueResult, digest
+from pail.protocol.dedup import EnqueueResult, digest
 from tests.support.counting import RequestCounter
 from tests.support.hooked_store import HookedStore, SimulatedCrash
 

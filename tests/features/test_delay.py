@@ -11,7 +11,7 @@ import pytest
 from pail import ConfigurationError, JobState, Pail
 from pail.clock import SystemClock
 from pail.codec import META_WRITE, Envelope
-from pail.features import delay
+from pail.protocol import delay
 from pail.protocol.claim import Claimer
 from tests.support.counting import RequestCounter
 from tests.support.hooked_store import HookedStore, SimulatedCrash

@@ -33,7 +33,7 @@ from pail import (
     PayloadError,
     RetryPolicy,
 )
-from pail.features.delay import delayed_key
+from pail.protocol.delay import delayed_key
 from pail.status_page import cors_rule
 from tests.cli.conftest import Invoke
 from tests.reliability.conftest import Foreign

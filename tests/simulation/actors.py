@@ -48,7 +48,10 @@ def producer(world: World, process: Process) -> None:
     """
     config = world.config
     pail = Pail(
-        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+        world.store,
+        visibility_timeout=config.visibility_timeout,
+        max_retries=config.max_retries,
+        clock=world.clock(process),
     )
     for index in range(config.jobs):
         world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))

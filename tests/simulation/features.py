@@ -33,15 +33,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pail.errors import JobNotFoundError, PailError, StorageError
-from pail.features import delay
-from pail.features.retry import RetryPolicy
 from pail.keys import Keys
+from pail.protocol import delay
 from pail.protocol.lease import Lease
+from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.queue import Pail
 from pail.store.base import StoredObject
@@ -158,12 +157,14 @@ def producer(world: World, process: Process) -> None:
     config = world.config
     ledger = world.ledger
     assert isinstance(ledger, FeatureLedger)
+    # Delays count from the producer's wall clock (skewed: its clock's now), due by the server's.
     pail = Pail(
-        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+        world.store,
+        visibility_timeout=config.visibility_timeout,
+        max_retries=config.max_retries,
+        clock=world.clock(process),
     )
     to_cancel: list[str] = []
-    # Delays count from the producer's wall clock (skewed), due by the server's.
-    delay.utc_now = lambda: EPOCH + timedelta(seconds=world.wall_clock(process))
     for index in range(config.jobs):
         world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))
         delayed = world.rng.random() < DELAY_SHARE
@@ -230,7 +231,6 @@ def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
         vt = config.visibility_timeout
         backoff = RetryPolicy.exponential(vt / 2, max_delay=2 * vt, jitter=0.5)
         world.policy = Policy(config.max_retries, vt, backoff)
-    real_utc_now = delay.utc_now  # the producer puts its simulated wall clock there
     real_renew = Lease.renew
 
     def renew_with_progress(lease: Lease, **changes: Any) -> None:
@@ -243,5 +243,4 @@ def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
     try:
         return world.run()
     finally:
-        delay.utc_now = real_utc_now
         setattr(Lease, "renew", real_renew)  # noqa: B010

@@ -27,15 +27,15 @@ from itertools import count
 from typing import Any
 
 from pail import queue as pail_queue
-from pail.features import delay
 from pail.keys import Keys
+from pail.protocol import delay
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.store.base import StoredObject
 from tests.simulation import actors
 from tests.simulation.hostile import Foreign, extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
-from tests.simulation.scheduler import Actor, Process, Scheduler
+from tests.simulation.scheduler import Actor, Process, ProcessClock, Scheduler
 from tests.simulation.sim_store import FaultRates, Latency, SimStore
 
 MAX_STEPS = 300_000
@@ -394,6 +394,10 @@ class World:
     def wall_clock(self, process: Process) -> float:
         """``process``'s wall clock in simulated seconds: server time plus its skew."""
         return self.scheduler.now + self.skews.get(process, 0.0)
+
+    def clock(self, process: Process) -> ProcessClock:
+        """``process``'s ``Clock``: its monotonic clock, and ``wall_clock`` as its ``now``."""
+        return ProcessClock(self.scheduler, process.clock_offset, skew=self.skews.get(process, 0.0))
 
     def _crash(self, process: Process) -> None:
         self.ledger.process_crashed(process)

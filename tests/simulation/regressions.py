@@ -18,9 +18,8 @@ import pytest
 from pail import status
 from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
 from pail.errors import ConditionFailedError, DecodeError
-from pail.features import cancel
 from pail.keys import Keys
-from pail.protocol import redrive, transitions
+from pail.protocol import cancel, redrive, transitions
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional

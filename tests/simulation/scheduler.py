@@ -17,6 +17,7 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
@@ -48,19 +49,30 @@ class Actor:
     finished: bool = False
 
 
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+"""Simulated time 0 on a wall clock (the server's, and a process's before its skew)."""
+
+
 class ProcessClock:
     """``pail.clock.Clock`` for one process: simulated time plus that process's offset.
 
     A monotonic clock has an arbitrary origin, so each process gets its own:
-    the protocol may only ever subtract two readings of the same clock.
+    the protocol may only ever subtract two readings of the same clock. The
+    wall clock (``now``) is the simulated time plus the process's ``skew``
+    (``World.wall_clock``), from ``EPOCH``: a producer's ``Pail`` takes this
+    clock, so a relative ``delay`` counts from its skewed wall clock.
     """
 
-    def __init__(self, scheduler: Scheduler, offset: float) -> None:
+    def __init__(self, scheduler: Scheduler, offset: float, *, skew: float = 0.0) -> None:
         self._scheduler = scheduler
         self._offset = offset
+        self._skew = skew
 
     def monotonic(self) -> float:
         return self._scheduler.now + self._offset
+
+    def now(self) -> datetime:
+        return EPOCH + timedelta(seconds=self._scheduler.now + self._skew)
 
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> None:
         self._scheduler.sleep(seconds)

@@ -28,16 +28,17 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
 from pail.errors import ConditionFailedError, StorageError
 from pail.store.base import ListPage, ObjectInfo, StoredObject, WriteResult
 from pail.store.memory import MemoryStore
+from tests.simulation import scheduler as _scheduler
 from tests.simulation.scheduler import Actor, Scheduler
 
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+EPOCH = _scheduler.EPOCH
 
 T = TypeVar("T")
 

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from pail.errors import PailError
-from pail.features import cancel, dedup, delay
 from pail.keys import Keys
-from pail.protocol import claim
+from pail.protocol import cancel, claim, dedup, delay
 from pail.store.base import ListPage, Store
 from tests.simulation.features import run_feature_seed
 from tests.simulation.invariants import Kind

@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 
 from pail.codec import DeadLetter, Envelope, ErrorInfo, LeaseRecord, decode_result, encode_result
 from pail.errors import DecodeError, PayloadError
-from pail.features import delay
-from pail.features.dedup import _decode as decode_dedup_record
 from pail.jsonsafe import DOCUMENT_DEPTH, MAX_DEPTH, check_value, loads
 from pail.keys import ALL_PREFIXES, Keys
+from pail.protocol import delay
+from pail.protocol.dedup import _decode as decode_dedup_record
 from pail.protocol.reap_cursor import decode as decode_reap_cursor
 from tests.support.hostile import ALL_BODIES
 

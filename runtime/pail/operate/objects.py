@@ -31,8 +31,8 @@ from pail.codec import (
     LeaseRecord,
 )
 from pail.errors import DecodeError
-from pail.features import delay
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.protocol import delay
 from pail.store.base import ObjectInfo, Store
 
 MARKER_MAX_BYTES = 64

@@ -1,7 +1,7 @@
 """Purge a queue: cancel every pending job, and never touch a running one.
 
 Each pending entry goes through the cancel transition
-(``pail.features.cancel.cancel_entry``, ``docs/protocol.md`` "Cancel"), so a
+(``pail.protocol.cancel.cancel_entry``, ``docs/protocol.md`` "Cancel"), so a
 purged job ends in a terminal state, ``cancelled``, like any cancelled job:
 "every enqueued job ends in a terminal state" keeps holding, and ``status``
 and ``result`` say what happened to it. The transition starts from the entry
@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pail.features import cancel
 from pail.keys import QUEUE, Keys
 from pail.operate.objects import due_of, job_id_of
+from pail.protocol import cancel
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
 

@@ -65,10 +65,9 @@ from pail.errors import (
     PailError,
     PayloadError,
 )
-from pail.features import cancel, delay
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
-from pail.protocol import redrive, transitions
+from pail.protocol import cancel, delay, redrive, transitions
 from pail.protocol.lease import Lease
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store, StoredObject

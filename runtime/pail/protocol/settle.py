@@ -21,10 +21,10 @@ from pail.codec import (
     encode_result,
 )
 from pail.errors import LeaseLostError, StorageError
-from pail.features.retry import RetryPolicy
 from pail.keys import Keys
 from pail.protocol import outcome, transitions
 from pail.protocol.lease import Lease
+from pail.protocol.retry import RetryPolicy
 from pail.protocol.writes import WriteStats, delete_if_unchanged
 from pail.store.base import Store
 

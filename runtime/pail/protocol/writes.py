@@ -41,18 +41,21 @@ def put_conditional(
     metadata: dict[str, str] | None = None,
     stats: WriteStats | None = None,
     reason: str = "",
+    read_back: bool = True,
 ) -> WriteResult | None:
     """Write ``body`` under a condition; the result if the write is ours, else None.
 
     ``token`` must be the write token inside ``body``; it also goes into the
     object's metadata, where a failed condition is checked against it.
+    ``read_back=False`` never reads (an enqueue under a fresh id, by a
+    producer that may only write): a failed condition returns None.
     """
     meta: dict[str, Any] = {**(metadata or {}), META_WRITE: token}
     try:
         return store.put(key, body, if_none_match=if_none_match, if_match=if_match, metadata=meta)
     except ConditionFailedError as exc:
         # Sent once, the request cannot have lost against its own write.
-        current = store.head(key) if exc.retried else None
+        current = store.head(key) if exc.retried and read_back else None
         if current is not None and current.metadata.get(META_WRITE) == token:
             if stats is not None:
                 stats.ambiguous_wins += 1

@@ -33,9 +33,9 @@ from pail.codec import (
     marker_body,
 )
 from pail.errors import DecodeError, JobNotFoundError, PayloadError
-from pail.features import delay
 from pail.ids import new_token
 from pail.keys import Keys
+from pail.protocol import delay
 from pail.protocol import outcome as outcome_writer
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store, StoredObject

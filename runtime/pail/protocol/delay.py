@@ -1,4 +1,4 @@
-"""Delayed jobs: pending entries that are not claimable before their time.
+"""Delayed and high-priority jobs: pending entries that are not claimable before their time.
 
 A delayed job's entry is ``queue/!{due}-{id}``: ``due`` is the epoch time in
 milliseconds, 13 digits, so these keys sort by due time and *before* every
@@ -25,6 +25,12 @@ next promotion's create-only PUT finds the job pending (412) or taken; an
 entry re-created after its job was claimed is a first attempt, and every
 claim checks ``done/{id}`` (and a lease blocks its claim), so a job never
 runs again for it. ``docs/protocol.md`` ("Delayed jobs") has the table.
+
+A **high-priority** job is a delayed job due at the epoch: its entry
+``queue/!0000000000000-{id}`` sorts before every other pending key, so the
+next refill of any worker's page promotes it and puts it first in that
+worker's walk. A normal job costs nothing more; a high one costs the
+promotion (3 requests). Its retries are normal jobs ("Priorities").
 """
 
 from __future__ import annotations
@@ -32,14 +38,14 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
-from pail.codec import Envelope, ErrorInfo
+from pail.codec import Envelope
 from pail.config import validate_delay, validate_due
 from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.status import JobState, JobStatus, pending_error
 from pail.store.base import ListPage, ObjectInfo, Store
 
 log = logging.getLogger("pail")
@@ -57,21 +63,45 @@ MAX_LOOKUP_PAGES = 10
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The earliest due time a key can hold (13 digits of milliseconds since it)."""
+HIGH_DUE = EPOCH
+"""The due time of a high-priority entry: always due, and before any real due time."""
 
 
-def utc_now() -> datetime:
-    """The producer's wall clock, from which ``delay`` counts (the simulation substitutes its own).
+class Priority(StrEnum):
+    """The two classes of job."""
 
-    Only a relative ``delay`` reads it: an absolute ``not_before`` is judged by
-    the server's clock alone.
+    HIGH = "high"
+    NORMAL = "normal"
+
+
+def parse_priority(value: str | Priority) -> Priority:
+    """``value`` as a ``Priority``, or ``ConfigurationError``.
+
+    >>> parse_priority("high")
+    <Priority.HIGH: 'high'>
     """
-    return datetime.now(UTC)
+    try:
+        return Priority(value)
+    except ValueError:
+        choices = ", ".join(p.value for p in Priority)
+        raise ConfigurationError(f"priority must be one of {choices}, got {value!r}") from None
+
+
+def due_for(priority: str | Priority, due: datetime | None) -> datetime | None:
+    """The due time of an entry with ``priority``: high jumps ahead unless it is delayed.
+
+    >>> due_for("high", None) == HIGH_DUE, due_for("normal", None)
+    (True, None)
+    """
+    if parse_priority(priority) is Priority.HIGH and due is None:
+        return HIGH_DUE
+    return due
 
 
 def due_time(
     delay: float | timedelta | None, not_before: datetime | None, *, now: datetime
 ) -> datetime | None:
-    """When a job enqueued ``now`` (the producer's clock) becomes claimable, or None if at once.
+    """When a job enqueued ``now`` (the producer's wall clock, ``Clock.now``) is claimable; None: at once.
 
     ``delay`` counts from ``now``. ``not_before`` is returned as given, whatever
     ``now`` says: the server's clock judges it at claim time.
@@ -198,27 +228,3 @@ def find(store: Store, keys: Keys, job_id: str) -> ObjectInfo | None:
             return None
     log.warning("job %s: not found among the first %d pages of delayed jobs", job_id, 10)
     return None
-
-
-def read_delayed_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
-    """The status of a delayed job that is not due yet (pending), or None if there is none."""
-    info = find(store, keys, job_id)
-    entry = store.get(info.key) if info is not None else None
-    if entry is None:
-        return None
-    try:
-        envelope = Envelope.decode(entry.body)
-    except DecodeError as exc:
-        # Foreign bytes: a claim quarantines them once they are due.
-        error = ErrorInfo.from_exception(exc)
-        return JobStatus(job_id, JobState.PENDING, 0, None, entry.last_modified, error)
-    # Decoding checked that enqueued_at is an ISO 8601 time.
-    enqueued = datetime.fromisoformat(envelope.enqueued_at) if envelope.enqueued_at else None
-    return JobStatus(
-        job_id,
-        JobState.CANCELLED if envelope.cancelled else JobState.PENDING,
-        envelope.attempts,
-        enqueued,
-        entry.last_modified,
-        pending_error(envelope),
-    )

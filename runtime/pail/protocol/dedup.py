@@ -26,18 +26,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pail import jsonsafe
 from pail.codec import Envelope, dumps
 from pail.config import validate_due
 from pail.errors import ConfigurationError, DecodeError, PayloadError
-from pail.features import delay
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys
+from pail.protocol import delay
 from pail.protocol.writes import WriteStats, put_conditional
-from pail.status import job_exists
 from pail.store.base import Store
 
 MAX_KEY_LENGTH = 1024
@@ -80,17 +79,19 @@ def enqueue_keyed(
     payload: Any,
     key: str,
     *,
+    now: datetime,
     due: datetime | None = None,
     stats: WriteStats | None = None,
 ) -> EnqueueResult:
     """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring.
 
-    With ``due``, the entry is a delayed one (``pail.features.delay``).
+    ``now`` is the producer's wall clock (the job's ``enqueued_at``). With
+    ``due``, the entry is a delayed one (``pail.protocol.delay``).
     """
     record_key = keys.dedup(digest(key))
     jsonsafe.check_value(payload, "payload")
     job_id = new_job_id()
-    envelope = Envelope(payload=payload, enqueued_at=datetime.now(UTC).isoformat())
+    envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
     token = new_token()
     fields: dict[str, Any] = {"id": job_id, "key": key, "envelope": json.loads(envelope.encode())}
     if due is not None:
@@ -118,6 +119,19 @@ def enqueue_keyed(
 def forget_key(store: Store, keys: Keys, key: str) -> None:
     """Forget ``key``: the next enqueue with it creates a new job."""
     store.delete(keys.dedup(digest(key)))
+
+
+_EXISTS_ROUNDS = 3
+"""A job moves queue -> run -> done by writing the next key first: a couple of rounds see it."""
+
+
+def job_exists(store: Store, keys: Keys, job_id: str) -> bool:
+    """Whether any object of the job exists; one HEAD while it is pending (cheaper than status)."""
+    for _ in range(_EXISTS_ROUNDS):
+        for key in (keys.queue(job_id), keys.run(job_id), keys.done(job_id), keys.dlq(job_id)):
+            if store.head(key) is not None:
+                return True
+    return False
 
 
 def _unknown(store: Store, keys: Keys, job_id: str, due: datetime | None) -> bool:
