@@ -29,6 +29,7 @@ from pail.keys import DLQ, QUEUE, RUN, Keys
 from pail.protocol import delay
 from pail.protocol.reaper import CLOCK_RESOLUTION
 from pail.store.base import Store
+from pail.store.listing import pages
 
 DEFAULT_MAX_PAGES = 10
 PAGE_SIZE = 1000
@@ -116,9 +117,9 @@ def _count(
 ) -> _Count:
     count = younger = 0
     oldest: float | None = None
-    token: str | None = None
-    for _ in range(max_pages):
-        page = store.list(keys.prefix(state), max_keys=page_size, continuation=token)
+    complete = False
+    for page in pages(store, keys.prefix(state), max_keys=page_size, max_pages=max_pages):
+        complete = page.next_token is None
         for item in page.items:
             if keys.entry_id(item.key, state) is None:
                 continue  # a console "folder" or a nested key: not a job
@@ -132,7 +133,4 @@ def _count(
                 since = max(since, datetime.fromtimestamp(delayed[0] / 1000, UTC))
             age = max(0.0, (page.server_time - since).total_seconds())
             oldest = age if oldest is None else max(oldest, age)
-        token = page.next_token
-        if token is None:
-            return _Count(count, True, oldest, younger)
-    return _Count(count, False, oldest, younger)
+    return _Count(count, complete, oldest, younger)

@@ -7,7 +7,7 @@ import math
 import os
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -55,9 +55,9 @@ from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
-from pail.stats import Stats, count_jobs, list_pages
+from pail.stats import Stats, count_jobs, entries
 from pail.status import JobStatus, read_delayed_status, read_status
-from pail.store.base import ObjectInfo, Store
+from pail.store.base import Store
 from pail.store.client import build_client
 from pail.store.s3 import Mode, S3Store, validate_bucket_name
 
@@ -449,17 +449,6 @@ class Pail:
         """
         return count_jobs(self._store, self._keys)
 
-    def _list_ids(self, state: str) -> list[str]:
-        return [job_id for job_id, _ in self._iter_entries(state)]
-
-    def _iter_entries(self, state: str) -> Iterator[tuple[str, ObjectInfo]]:
-        """``(job_id, info)`` of every key under ``state`` that names a job."""
-        for page in list_pages(self._store, self._keys.prefix(state)):
-            for info in page.items:
-                job_id = self._keys.entry_id(info.key, state)
-                if job_id is not None:
-                    yield job_id, info
-
     # -- operating ----------------------------------------------------------
 
     def reap(self) -> ReapReport:
@@ -478,7 +467,7 @@ class Pail:
         if limit is not None:
             validate_count("limit", limit)
         letters: list[DeadLetter] = []
-        for job_id, info in self._iter_entries(DLQ):
+        for job_id, info in entries(self._store, self._keys, DLQ):
             if limit is not None and len(letters) >= limit:
                 break
             obj = self._store.get(info.key)
@@ -550,7 +539,8 @@ class Pail:
             raise ConfigurationError("redrive needs exactly one of job_id or all=True")
         if job_id is not None:
             return [job_id] if self._redrive_one(validate_job_id(job_id), named=True) else []
-        return [i for i in self._list_ids(DLQ) if self._redrive_one(i, named=False)]
+        ids = [job_id for job_id, _ in entries(self._store, self._keys, DLQ)]
+        return [i for i in ids if self._redrive_one(i, named=False)]
 
     def _redrive_one(self, job_id: str, *, named: bool) -> bool:
         obj = self._store.get(self._keys.dlq(job_id))

@@ -20,7 +20,8 @@ from pail.codec import META_OUTCOME, OUTCOME_CANCELLED, might_be_marker
 from pail.ids import ulid_time
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.protocol import delay
-from pail.store.base import ListPage, Store
+from pail.store.base import ObjectInfo, Store
+from pail.store.listing import pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +56,6 @@ class Stats:
         }
 
 
-def list_pages(store: Store, prefix: str) -> Iterator[ListPage]:
-    """Every page of a listing of ``prefix``."""
-    token: str | None = None
-    while True:
-        page = store.list(prefix, continuation=token)
-        yield page
-        if page.next_token is None:
-            return
-        token = page.next_token
-
-
 def count_jobs(store: Store, keys: Keys) -> Stats:
     """The ``Stats`` of the queue ``keys`` names.
 
@@ -76,11 +66,11 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
     >>> stats.pending, stats.delayed, stats.oldest_pending is None
     (1, 1, True)
     """
-    done_sizes = dict(_sized_ids(store, keys, DONE))
+    done_sizes = {job_id: info.size for job_id, info in entries(store, keys, DONE)}
     failed = set(_ids(store, keys, DLQ))
     pending = delayed = 0
     oldest: datetime | None = None
-    for page in list_pages(store, keys.prefix(QUEUE)):
+    for page in pages(store, keys.prefix(QUEUE)):
         for item in page.items:
             job_id = keys.entry_id(item.key, QUEUE)
             if job_id is None:
@@ -133,17 +123,18 @@ def _waiting_since(keys: Keys, key: str, now: datetime) -> datetime | None:
     return max(due, enqueued) if enqueued is not None else due
 
 
-def _ids(store: Store, keys: Keys, state: str) -> Iterator[str]:
-    for job_id, _ in _sized_ids(store, keys, state):
-        yield job_id
-
-
-def _sized_ids(store: Store, keys: Keys, state: str) -> Iterator[tuple[str, int]]:
-    for page in list_pages(store, keys.prefix(state)):
+def entries(store: Store, keys: Keys, state: str) -> Iterator[tuple[str, ObjectInfo]]:
+    """``(job_id, info)`` of every key under ``state``'s prefix that names a job, in listing order."""
+    for page in pages(store, keys.prefix(state)):
         for item in page.items:
             job_id = keys.entry_id(item.key, state)
             if job_id is not None:
-                yield job_id, item.size
+                yield job_id, item
+
+
+def _ids(store: Store, keys: Keys, state: str) -> Iterator[str]:
+    for job_id, _ in entries(store, keys, state):
+        yield job_id
 
 
 def _is_cancelled(store: Store, keys: Keys, job_id: str) -> bool:

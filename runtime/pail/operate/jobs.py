@@ -31,6 +31,7 @@ from pail.operate.objects import (
 )
 from pail.operate.snapshot import PAGE_SIZE, Scan, enqueued_at
 from pail.store.base import ObjectInfo, Store
+from pail.store.listing import pages
 
 DEFAULT_LIMIT = 50
 DEFAULT_MAX_PAGES = 5
@@ -207,14 +208,8 @@ def list_jobs(
     rows: list[JobRow] = []
     last: str | None = None
     server_time: datetime | None = None
-    token: str | None = None
-    for _ in range(max(1, max_pages)):
-        page = store.list(
-            full,
-            max_keys=PAGE_SIZE,
-            start_after=after if token is None and store.ordered_listing else None,
-            continuation=token,
-        )
+    listing = pages(store, full, max_keys=PAGE_SIZE, max_pages=max(1, max_pages), start_after=after)
+    for page in listing:
         server_time = server_time or page.server_time
         scan = Scan(full, page.items, page.next_token is None, page.server_time)
         for info in page.items:
@@ -224,8 +219,7 @@ def list_jobs(
                     return JobPage(kind, tuple(rows), True, last, server_time)
                 rows.append(_with_detail(keys, info, state, scan, reader, details))
             last = info.key
-        token = page.next_token
-        if token is None:
+        if page.next_token is None:
             more = budget.exhausted
             return JobPage(kind, tuple(rows), more, last if more else None, server_time)
     assert server_time is not None

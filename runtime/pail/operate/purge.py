@@ -26,6 +26,7 @@ from pail.operate.objects import due_of, job_id_of
 from pail.protocol import cancel
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
+from pail.store.listing import pages
 
 PAGE_SIZE = 1000
 
@@ -62,18 +63,10 @@ def purge(
     (True, 'cancelled')
     """
     report = PurgeReport()
-    prefix = keys.prefix(QUEUE)
-    after: str | None = None
-    token: str | None = None
-    while True:
-        # start_after, not a continuation token: each cancellation deletes an
-        # entry, and the next page starts after the last key we looked at.
-        if store.ordered_listing:
-            page = store.list(prefix, max_keys=PAGE_SIZE, start_after=after)
-        else:  # directory buckets take continuation tokens only
-            page = store.list(prefix, max_keys=PAGE_SIZE, continuation=token)
+    # by_key: each cancellation deletes an entry, so each next page starts
+    # after the last key looked at (directory buckets: continuation tokens).
+    for page in pages(store, keys.prefix(QUEUE), max_keys=PAGE_SIZE, by_key=True):
         for info in page.items:
-            after = info.key
             if limit is not None and len(report.cancelled) >= limit:
                 report.complete = False
                 return report
@@ -85,9 +78,7 @@ def purge(
                 report.cancelled.append(job_id)
             else:
                 report.skipped.append(job_id)
-        token = page.next_token
-        if token is None:
-            return report
+    return report
 
 
 def _purge_one(

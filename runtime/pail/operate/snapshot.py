@@ -24,6 +24,7 @@ from pail.ids import ulid_time
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.operate.objects import Budget, JobKind, Reader, due_of, job_id_of
 from pail.store.base import ObjectInfo, Store
+from pail.store.listing import pages
 
 PAGE_SIZE = 1000
 DEFAULT_MAX_PAGES = 1
@@ -60,17 +61,14 @@ class Scan:
 def scan(store: Store, prefix: str, *, max_pages: int, page_size: int = PAGE_SIZE) -> Scan:
     """List at most ``max_pages`` pages of ``prefix``."""
     items: list[ObjectInfo] = []
-    token: str | None = None
     server_time: datetime | None = None
-    for _ in range(max(1, max_pages)):
-        page = store.list(prefix, max_keys=page_size, continuation=token)
+    complete = False
+    for page in pages(store, prefix, max_keys=page_size, max_pages=max(1, max_pages)):
         items.extend(page.items)
         server_time = server_time or page.server_time
-        token = page.next_token
-        if token is None:
-            return Scan(prefix, tuple(items), True, server_time)
-    assert server_time is not None
-    return Scan(prefix, tuple(items), False, server_time)
+        complete = page.next_token is None
+    assert server_time is not None  # at least one page was listed
+    return Scan(prefix, tuple(items), complete, server_time)
 
 
 @dataclass(frozen=True, slots=True)

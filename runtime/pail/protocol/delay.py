@@ -47,6 +47,7 @@ from pail.ids import new_token
 from pail.keys import QUEUE, Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import ListPage, ObjectInfo, Store
+from pail.store.listing import pages
 
 log = logging.getLogger("pail")
 
@@ -217,14 +218,13 @@ def promote(
 def find(store: Store, keys: Keys, job_id: str) -> ObjectInfo | None:
     """The delayed entry of ``job_id``, by listing the delayed keys (a bounded number of pages)."""
     prefix, suffix = keys.prefix(QUEUE) + MARK, f"-{job_id}"
-    token: str | None = None
-    for _ in range(MAX_LOOKUP_PAGES):
-        page = store.list(prefix, continuation=token)
+    page: ListPage | None = None
+    for page in pages(store, prefix, max_pages=MAX_LOOKUP_PAGES):
         for item in page.items:
             if item.key.endswith(suffix):
                 return item
-        token = page.next_token
-        if token is None:
-            return None
-    log.warning("job %s: not found among the first %d pages of delayed jobs", job_id, 10)
+    if page is not None and page.next_token is not None:
+        log.warning(
+            "job %s: not found among the first %d pages of delayed jobs", job_id, MAX_LOOKUP_PAGES
+        )
     return None
