@@ -182,6 +182,11 @@ class Pail:
         return self._keys
 
     @property
+    def clock(self) -> Clock:
+        """The clock this queue reads time from (leases, handler timeouts, ``enqueued_at``)."""
+        return self._clock
+
+    @property
     def mode(self) -> Mode:
         return Mode.for_bucket(self._store.bucket)
 
@@ -384,7 +389,7 @@ class Pail:
         # No deadline and no grace period: a started job runs to its end.
         return ProcessLimits(
             time_budget=None, grace_period=math.inf, stop=stop, clock=self._clock.monotonic
-        )
+        )  # the same clock drain() is given
 
     # -- reading ------------------------------------------------------------
 

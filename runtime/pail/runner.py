@@ -177,7 +177,9 @@ def run(
         raise ConfigurationError(f"max_jobs must be >= 1, got {max_jobs}")
     if once and max_jobs is None:
         max_jobs = 1
-    limits = ProcessLimits(time_budget=time_budget, grace_period=grace_period, stop=stop)
+    limits = ProcessLimits(
+        time_budget=time_budget, grace_period=grace_period, stop=stop, clock=pail.clock.monotonic
+    )
     polling = None if once else Polling(min(min_poll_interval, poll_interval), poll_interval)
     with _signals_routed_to(limits, install_signal_handlers):
         tally = drain(
@@ -188,6 +190,7 @@ def run(
             job_timeout=job_timeout,
             polling=polling,
             observer=observer,
+            clock=pail.clock,
         )
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)

@@ -258,6 +258,7 @@ class LambdaWorker:
                     max_jobs=runtime.max_jobs,
                     job_timeout=runtime.job_timeout,
                     observer=observer,
+                    clock=runtime.pail.clock,
                 )
         finally:
             observer.publish(runtime.metrics)

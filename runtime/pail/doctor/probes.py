@@ -8,10 +8,9 @@ refusing one it should accept (an unimplemented header).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
+from pail.clock import Clock, SystemClock
 from pail.doctor.report import DoctorReport, Outcome
 from pail.errors import AccessDeniedError, ConditionFailedError, PailError
 from pail.ids import new_token
@@ -35,7 +34,15 @@ def _body() -> bytes:
 class Probes:
     """Runs the probes against ``store``, writing only under ``prefix``."""
 
-    def __init__(self, store: Store, keys: Keys, prefix: str, report: DoctorReport) -> None:
+    def __init__(
+        self,
+        store: Store,
+        keys: Keys,
+        prefix: str,
+        report: DoctorReport,
+        clock: Clock | None = None,
+    ) -> None:
+        self._clock = clock or SystemClock()
         self._store = store
         self._keys = keys
         self._prefix = prefix
@@ -221,14 +228,14 @@ class Probes:
         name = "server clock vs this machine"
 
         def probe() -> None:
-            sent = time.time()
+            sent = self._clock.now()
             written = self._store.put(self.key("clock"), _body())
             self._written.add(self.key("clock"))
-            answered = time.time()
-            local = datetime.fromtimestamp((sent + answered) / 2, UTC)
+            answered = self._clock.now()
+            local = sent + (answered - sent) / 2
             skew = (written.server_time - local).total_seconds()
             text = f"{skew:+.1f} s (the server's Date has 1 s resolution)"
-            if abs(skew) > SKEW_WARNING + (answered - sent):
+            if abs(skew) > SKEW_WARNING + (answered - sent).total_seconds():
                 self._report.add(
                     name,
                     Outcome.WARN,
