@@ -39,6 +39,7 @@ log = logging.getLogger("pail.work")
 
 
 def _worker_options[F: Callable[..., Any]](func: F) -> F:
+    """The options both worker commands take: one list."""
     decorators = [
         click.option(
             "--handler",
@@ -70,14 +71,6 @@ def _worker_options[F: Callable[..., Any]](func: F) -> F:
             metavar="SECONDS",
             help=f"Fail an attempt whose handler runs longer [env {config.ENV_JOB_TIMEOUT}].",
         ),
-    ]
-    for decorate in reversed(decorators):
-        func = decorate(func)
-    return func
-
-
-def _logging_options[F: Callable[..., Any]](func: F) -> F:
-    decorators = [
         click.option(
             "--log-level",
             type=click.Choice(worker_log.LEVELS),
@@ -214,7 +207,6 @@ def _serve(
 @click.command(epilog=WORKER_HELP)
 @bucket_argument
 @_worker_options
-@_logging_options
 @click.option(
     "--poll-interval",
     type=Seconds(minimum=config.DEFAULT_MIN_POLL_INTERVAL),
@@ -225,19 +217,7 @@ def _serve(
 )
 @global_options
 @click.pass_context
-def work(
-    ctx: click.Context,
-    bucket: str | None,
-    handler: str | None,
-    max_jobs: int | None,
-    time_budget: float | None,
-    grace_period: float | None,
-    job_timeout: float | None,
-    log_level: str | None,
-    log_format: worker_log.LogFormat,
-    idle_every: float | None,
-    poll_interval: float,
-) -> None:
+def work(ctx: click.Context, /, **options: Any) -> None:
     """Run a worker: process jobs with HANDLER until SIGTERM or Ctrl-C.
 
     The long-running service (an ECS service, a VM, a laptop). On SIGTERM it
@@ -247,26 +227,12 @@ def work(
     Its log (stderr) starts with the bucket, queue and handler it serves,
     has a line per job, and one a minute while idle.
     """
-    _run(
-        ctx,
-        once=False,
-        bucket=bucket,
-        handler=handler,
-        max_jobs=max_jobs,
-        time_budget=time_budget,
-        grace_period=grace_period,
-        job_timeout=job_timeout,
-        poll_interval=poll_interval,
-        log_level=log_level,
-        log_format=log_format,
-        idle_every=idle_every,
-    )
+    _run(ctx, once=False, **options)
 
 
 @click.command("work-once", epilog=WORKER_HELP)
 @bucket_argument
 @_worker_options
-@_logging_options
 @click.option(
     "--empty-exit-code",
     type=click.IntRange(0, 255),
@@ -277,34 +243,9 @@ def work(
 )
 @global_options
 @click.pass_context
-def work_once(
-    ctx: click.Context,
-    bucket: str | None,
-    handler: str | None,
-    max_jobs: int | None,
-    time_budget: float | None,
-    grace_period: float | None,
-    job_timeout: float | None,
-    log_level: str | None,
-    log_format: worker_log.LogFormat,
-    idle_every: float | None,
-    empty_exit_code: int,
-) -> None:
+def work_once(ctx: click.Context, /, **options: Any) -> None:
     """Process one job (or up to --max-jobs) with HANDLER, then exit: the Fargate task.
 
     Stops early when the queue is empty or the time budget is spent.
     """
-    _run(
-        ctx,
-        once=True,
-        bucket=bucket,
-        handler=handler,
-        max_jobs=max_jobs,
-        time_budget=time_budget,
-        grace_period=grace_period,
-        job_timeout=job_timeout,
-        empty_exit_code=empty_exit_code,
-        log_level=log_level,
-        log_format=log_format,
-        idle_every=idle_every,
-    )
+    _run(ctx, once=True, **options)

@@ -102,14 +102,31 @@ def fail(
     stats: WriteStats | None = None,
 ) -> transitions.Ending:
     """Fail this attempt: back to the queue, or to the DLQ when retries are exhausted."""
+    return _end_attempt(store, keys, lease, error, policy, stats, backoff=True)
+
+
+def _end_attempt(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    error: ErrorInfo,
+    policy: Policy,
+    stats: WriteStats | None,
+    *,
+    backoff: bool,
+) -> transitions.Ending:
+    """End a started attempt with ``error``: decide (the lease rewrite), then requeue or dead-letter.
+
+    With ``backoff`` (a failure, not a release) a retry may wait: the
+    decision, with its wait, is then the whole step.
+    """
     attempt = lease.record.attempt
     error = ErrorInfo(error.type, error.message, error.traceback, attempt)
     dying = policy.exhausted(attempt)
-    backoff = 0.0 if dying else policy.backoff(attempt, lease.job_id)
-    if backoff > 0:
-        # The decision, with its wait, is the whole step: the reaper requeues
-        # the job once this lease is older than ``retry_after``.
-        lease.renew(state=RETRYING, error=error, retry_after=backoff)
+    wait = policy.backoff(attempt, lease.job_id) if backoff and not dying else 0.0
+    if wait > 0:
+        # The reaper requeues the job once this lease is older than ``retry_after``.
+        lease.renew(state=RETRYING, error=error, retry_after=wait)
         return transitions.Ending.REQUEUED
     lease.renew(state=DYING if dying else RETRYING, error=error)
     record, etag = lease.record, lease.etag
@@ -153,7 +170,6 @@ def release(
     so a job that never fits the time available dead-letters once its retries
     are spent instead of cycling forever.
     """
-    attempt = lease.record.attempt
     if not started:
         lease.renew(state=RETRYING, uncounted=True)
         record = lease.record
@@ -167,16 +183,7 @@ def release(
             stats=stats,
         )
         return _requeued(lease, ending)
-    error = ErrorInfo(reason.type, reason.message, reason.traceback, attempt)
-    dying = policy.exhausted(attempt)
-    lease.renew(state=DYING if dying else RETRYING, error=error)
-    record, etag = lease.record, lease.etag
-    if dying:
-        return transitions.dead_letter(store, keys, record, etag, error=error, stats=stats)
-    ending = transitions.requeue(
-        store, keys, record, etag, attempts=attempt, error=error, stats=stats
-    )
-    return _requeued(lease, ending)
+    return _end_attempt(store, keys, lease, reason, policy, stats, backoff=False)
 
 
 def settle_quietly(action: str, job_id: str, exc: LeaseLostError) -> None:
