@@ -17,7 +17,7 @@ from aws_cdk import aws_s3express as s3express
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from pail import config, metrics_names
+from pail import bounds, config, metrics_names
 from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace
 from pail.status_page import EXPOSED_HEADERS
 from pail.store.s3 import is_directory_bucket
@@ -171,8 +171,8 @@ class PailQueue(Construct):
                 "(browsers on other origins cannot read its results through presigned URLs)"
             )
         validate_namespace(namespace)
-        config.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
-        config.validate_max_retries(max_retries)
+        bounds.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
+        bounds.validate_max_retries(max_retries)
         _check_reaper_timing(reaper_schedule, reaper_timeout)
         super().__init__(scope, construct_id)
         self.namespace = namespace

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Self
 
 from pail import jsonsafe
-from pail.config import MAX_COUNT, MAX_RETRY_DELAY
+from pail.bounds import MAX_COUNT, MAX_RETRY_DELAY
 from pail.errors import DecodeError, PayloadError
 from pail.ids import new_token
 

@@ -23,6 +23,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from pail.operate.text import duration
+
 PIPE_WIDTH = 200
 
 STATE_STYLES = {
@@ -65,18 +67,7 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     """
     if moment is None:
         return "-"
-    now = now or datetime.now(UTC)
-    seconds = max(0, int((now - moment).total_seconds()))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h {minutes}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours}h"
+    return duration(((now or datetime.now(UTC)) - moment).total_seconds())
 
 
 def when(moment: datetime | None) -> str:

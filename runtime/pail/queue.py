@@ -11,6 +11,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pail.bounds import (
+    validate_count,
+    validate_expiry,
+    validate_max_retries,
+    validate_seconds,
+    validate_visibility_timeout,
+)
 from pail.clock import Clock, SystemClock
 from pail.codec import (
     META_OUTCOME,
@@ -25,11 +32,6 @@ from pail.config import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_VISIBILITY_TIMEOUT,
     Settings,
-    validate_count,
-    validate_expiry,
-    validate_max_retries,
-    validate_seconds,
-    validate_visibility_timeout,
 )
 from pail.drain import Handler, Polling, ProcessLimits, drain
 from pail.errors import (

@@ -20,17 +20,15 @@ origin, so the page works against it as is.
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from importlib import resources
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from pail.bounds import validate_seconds
 from pail.codec import OUTCOME_HEADER
-from pail.config import validate_seconds
+from pail.serving import BackgroundServer, QuietThreadingServer
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import CORSRuleTypeDef
@@ -157,29 +155,13 @@ class _PageHandler(BaseHTTPRequestHandler):
         """Quiet: the demo's terminal is for the demo."""
 
 
-class _PageHTTPServer(ThreadingHTTPServer):
-    """One thread per request, a listen backlog for bursts, and quiet about clients that hang up."""
-
-    daemon_threads = True
-    # socketserver's default backlog is 5: a burst of browsers (a demo shown to
-    # a room, a page reloaded by many tabs) overflows it, and each dropped SYN
-    # costs its client a 1 s, then 3 s, retransmission. The kernel caps it at
-    # net.core.somaxconn.
-    request_queue_size = 1024
-
+class _PageHTTPServer(QuietThreadingServer):
     def __init__(self, address: tuple[str, int], html: bytes) -> None:
         super().__init__(address, _PageHandler)
         self.html = html
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away mid-answer (a closed tab, a reload) is no error worth a traceback."""
-        error = sys.exc_info()[1]
-        if isinstance(error, ConnectionError | TimeoutError):
-            return
-        super().handle_error(request, client_address)
 
-
-class StatusPageServer:
+class StatusPageServer(BackgroundServer[_PageHTTPServer]):
     """Serves the status page on ``host`` (loopback by default) from a background thread.
 
     >>> with StatusPageServer() as server:  # doctest: +SKIP
@@ -188,57 +170,23 @@ class StatusPageServer:
     """
 
     def __init__(self, *, host: str = LOOPBACK, port: int = 0, html: bytes | None = None) -> None:
+        super().__init__("pail-status-page")
         self._host = host
         self._port = port
         self._html = page_html() if html is None else html
-        self._server: _PageHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+
+    def bind(self) -> _PageHTTPServer:
+        return _PageHTTPServer((self._host, self._port), self._html)
 
     @property
     def origin(self) -> str:
         """``http://host:port``: what the bucket's CORS rule must allow."""
-        if self._server is None:
-            raise RuntimeError("the status page server is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return super().origin
 
     @property
     def url(self) -> str:
         """The page's address (add a fragment with ``status_page_url``)."""
         return f"{self.origin}/"
-
-    def start(self) -> StatusPageServer:
-        if self._server is None:
-            self._server = _PageHTTPServer((self._host, self._port), self._html)
-            # A short poll interval: shutdown() waits up to one interval.
-            self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="pail-status-page",
-                daemon=True,
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        thread, self._thread = self._thread, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> StatusPageServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def serve_status_page(

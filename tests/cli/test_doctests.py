@@ -15,6 +15,8 @@ MODULES = [
     "pail.cli.params",
     "pail.cli.worker_log",
     "pail.config",
+    "pail.bounds",
+    "pail.serving",
     "pail.errors",
     "pail.cli.local",
     "pail.demo_jobs",

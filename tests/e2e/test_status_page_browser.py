@@ -7,10 +7,12 @@ and waits on what the page shows with Playwright's auto-waiting
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,13 +73,25 @@ def test_given_a_pending_job_when_a_worker_runs_it_then_the_page_shows_running_t
     expect_contains(page, "#headline", "Waiting in the queue")
     screenshot(page, tmp_path / "pending.png")
 
+    # The handler runs on the drain's own thread and Playwright's page belongs
+    # to this one: the handler waits while this thread looks at the page.
+    started, looked = threading.Event(), threading.Event()
+
     def build_report(payload: dict[str, Any]) -> dict[str, Any]:
-        # The handler runs in this thread: the page must see the job running now.
-        expect_text(page, "#state", "running")
-        expect_contains(page, "#headline", "attempt 1")
+        started.set()
+        if not looked.wait(TIMEOUT_MS / 1000 * 2):
+            raise TimeoutError("the test never looked at the running page")
         return {"report": payload["report"], "pages": 12, "url": "s3://reports/q3.pdf"}
 
-    assert pail.work_once(build_report)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        worked = pool.submit(pail.work_once, build_report)
+        assert started.wait(TIMEOUT_MS / 1000)
+        try:
+            expect_text(page, "#state", "running")
+            expect_contains(page, "#headline", "attempt 1")
+        finally:
+            looked.set()
+        assert worked.result()
     expect_text(page, "#state", "done")
     expect_contains(page, "#result", '"pages": 12')
     expect_contains(page, "#result", '"url": "s3://reports/q3.pdf"')

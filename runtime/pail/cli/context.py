@@ -18,6 +18,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from pail.bounds import MAX_VISIBILITY_TIMEOUT
 from pail.cli.params import EndpointUrl, Seconds
 from pail.config import (
     ENV_BUCKET,
@@ -25,7 +26,6 @@ from pail.config import (
     ENV_MAX_RETRIES,
     ENV_QUEUE,
     ENV_VISIBILITY_TIMEOUT,
-    MAX_VISIBILITY_TIMEOUT,
     NOT_GIVEN,
     Settings,
     parse_max_retries,

@@ -12,10 +12,10 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from pail.bounds import MAX_DELAY
 from pail.cli.context import checked_id, global_options, options, split_bucket
 from pail.cli.exit_codes import CommandError, ExitCode
 from pail.cli.params import Seconds
-from pail.config import MAX_DELAY
 from pail.output import Output, compact, state_text, when
 from pail.queue import Pail
 from pail.status import JobState, JobStatus

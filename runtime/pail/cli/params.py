@@ -13,7 +13,8 @@ from typing import Any
 import click
 from click.types import FloatParamType
 
-from pail.config import MAX_SECONDS, validate_endpoint_url, validate_seconds
+from pail.bounds import MAX_SECONDS, validate_seconds
+from pail.config import validate_endpoint_url
 from pail.errors import ConfigurationError
 
 

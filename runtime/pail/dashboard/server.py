@@ -24,9 +24,8 @@ import secrets
 import threading
 from html import escape
 from http.cookies import SimpleCookie
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from importlib import resources
-from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
@@ -37,6 +36,7 @@ from pail.ids import validate_job_id
 from pail.keys import validate_namespace
 from pail.operate.objects import JobKind
 from pail.operate.queues import queue_label
+from pail.serving import BackgroundServer, QuietThreadingServer
 from pail.status_page import page_html, status_page_url
 
 log = logging.getLogger("pail.dashboard")
@@ -389,16 +389,14 @@ class _Handler(BaseHTTPRequestHandler):
             raise _NotFoundError("No such action.")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(QuietThreadingServer):
     def __init__(self, address: tuple[str, int], board: Dashboard) -> None:
         super().__init__(address, _Handler)
         self.board = board
         self.sessions = _Session()
 
 
-class DashboardServer:
+class DashboardServer(BackgroundServer[_Server]):
     """Serves a ``Dashboard`` on 127.0.0.1 from a background thread.
 
     >>> with DashboardServer(Dashboard(store)) as server:  # doctest: +SKIP
@@ -407,51 +405,14 @@ class DashboardServer:
     """
 
     def __init__(self, board: Dashboard, *, port: int = 0) -> None:
+        super().__init__("pail-dashboard")
         self.board = board
         self._port = port
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def origin(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the dashboard server is not started")
-        return f"http://{LOOPBACK}:{self._server.server_address[1]}"
+    def bind(self) -> _Server:
+        return _Server((LOOPBACK, self._port), self.board)
 
     @property
     def url(self) -> str:
         """The link to open: it carries the access token that opens a session."""
-        assert self._server is not None
-        return f"{self.origin}/?token={quote(self._server.sessions.access_token)}"
-
-    def start(self) -> DashboardServer:
-        if self._server is None:
-            self._server = _Server((LOOPBACK, self._port), self.board)
-            self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.1},
-                name="pail-dashboard",
-                daemon=True,
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        thread, self._thread = self._thread, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> DashboardServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        return f"{self.origin}/?token={quote(self.server.sessions.access_token)}"

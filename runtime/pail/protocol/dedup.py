@@ -30,8 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from pail import jsonsafe
+from pail.bounds import validate_due
 from pail.codec import Envelope, dumps
-from pail.config import validate_due
 from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys

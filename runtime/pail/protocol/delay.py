@@ -40,8 +40,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from pail.bounds import validate_delay, validate_due
 from pail.codec import Envelope
-from pail.config import validate_delay, validate_due
 from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_token
 from pail.keys import QUEUE, Keys

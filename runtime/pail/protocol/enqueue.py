@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from pail.bounds import validate_count
 from pail.codec import Envelope
-from pail.config import validate_count
 from pail.errors import (
     AccessDeniedError,
     BatchEnqueueError,

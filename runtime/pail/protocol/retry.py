@@ -13,7 +13,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from pail.config import MAX_RETRY_DELAY, validate_count, validate_seconds
+from pail.bounds import MAX_RETRY_DELAY, validate_count, validate_seconds
 from pail.errors import ConfigurationError
 
 MAX_FACTOR = 100.0
