@@ -41,8 +41,7 @@ CLI_REQUIREMENTS = frozenset({"click", "rich"})
 
 CLI_ONLY_FILES = (
     "pail/cli/*",
-    "pail/demo.py",
-    "pail/demo_*.py",
+    "pail/demo/*",
     "pail/output.py",
     "pail/local.py",
 )

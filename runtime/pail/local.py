@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import IO, Any
 
+from pail.config import ENV_ENDPOINT_URL
 from pail.errors import ConfigurationError, StorageError
 
 LOOPBACK = "127.0.0.1"
@@ -95,6 +96,28 @@ def create_buckets(endpoint_url: str, buckets: Iterable[str]) -> list[str]:
         region=REGION,
     )
     return [bucket for bucket in buckets if create_bucket(client, bucket)]
+
+
+def credentials_export() -> str:
+    """The shell line that gives the AWS SDK (and ``pail``) the local server's credentials.
+
+    >>> credentials_export()
+    'export AWS_ACCESS_KEY_ID=pail-local AWS_SECRET_ACCESS_KEY=pail-local-secret'
+    """
+    return f"export AWS_ACCESS_KEY_ID={ACCESS_KEY} AWS_SECRET_ACCESS_KEY={SECRET_KEY}"
+
+
+def local_env_lines(endpoint_url: str) -> list[str]:
+    """Shell lines that point the AWS SDK and ``pail`` at a local server.
+
+    >>> local_env_lines("http://127.0.0.1:9000")[-1]
+    'export PAIL_ENDPOINT_URL=http://127.0.0.1:9000'
+    """
+    return [
+        credentials_export(),
+        f"export AWS_REGION={REGION}",
+        f"export {ENV_ENDPOINT_URL}={endpoint_url}",
+    ]
 
 
 def serve(host: str = LOOPBACK, port: int = 9000, *, buckets: Iterable[str] = ()) -> None:

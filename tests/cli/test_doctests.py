@@ -1,4 +1,4 @@
-"""The examples in the docstrings of the CLI and demo modules run as written."""
+"""The examples in the docstrings of the CLI and demo modules (and the local server's) run as written."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ MODULES = [
     "pail.serving",
     "pail.errors",
     "pail.cli.local",
-    "pail.demo_jobs",
-    "pail.demo_display",
+    "pail.local",
+    "pail.demo.jobs",
+    "pail.demo.display",
 ]
 
 

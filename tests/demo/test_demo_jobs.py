@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pail.cli.local import should_hold
-from pail.demo_jobs import (
+from pail.demo.jobs import (
     RETIRED_SOURCE,
     RetiredSourceError,
     WarehouseTimeoutError,

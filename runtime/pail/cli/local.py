@@ -10,21 +10,7 @@ import click
 from pail.cli.context import global_options, options
 from pail.cli.exit_codes import CommandError, ExitCode
 from pail.cli.params import Seconds
-from pail.config import ENV_ENDPOINT_URL
-from pail.local import ACCESS_KEY, LOOPBACK, REGION, SECRET_KEY
-
-
-def local_env_lines(endpoint_url: str) -> list[str]:
-    """Shell lines that point the AWS SDK and ``pail`` at a local server.
-
-    >>> local_env_lines("http://127.0.0.1:9000")[-1]
-    'export PAIL_ENDPOINT_URL=http://127.0.0.1:9000'
-    """
-    return [
-        f"export AWS_ACCESS_KEY_ID={ACCESS_KEY} AWS_SECRET_ACCESS_KEY={SECRET_KEY}",
-        f"export AWS_REGION={REGION}",
-        f"export {ENV_ENDPOINT_URL}={endpoint_url}",
-    ]
+from pail.local import LOOPBACK, local_env_lines
 
 
 def should_hold(flag: bool | None, *, interactive: bool, json_mode: bool) -> bool:
@@ -156,7 +142,7 @@ def demo(
     """
     import sys
 
-    from pail.demo import DemoOptions, run_demo
+    from pail.demo.run import DemoOptions, run_demo
 
     require_local_extra("demo")
     opts = options(ctx)

@@ -19,7 +19,7 @@ from typing import Any
 from rich.markup import escape
 
 from pail.codec import DeadLetter
-from pail.local import ACCESS_KEY, SECRET_KEY
+from pail.local import credentials_export
 from pail.output import Output, compact, to_json_text
 
 
@@ -201,11 +201,11 @@ def try_it_section(out: Output, report: DemoReport, *, held: bool) -> None:
     endpoint = f"--endpoint-url {report.endpoint_url}"
     dead = report.dead_letters[0].job_id if report.dead_letters else "ID"
     lines = [
-        f"export AWS_ACCESS_KEY_ID={ACCESS_KEY} AWS_SECRET_ACCESS_KEY={SECRET_KEY}",
+        credentials_export(),
         f"{pail} dlq show {report.bucket} {dead} {endpoint}",
         f"{pail} dlq redrive {report.bucket} {dead} {endpoint}",
         f"{pail} stats {report.bucket} {endpoint}",
-        f"{pail} work {report.bucket} --handler pail.demo_jobs:handle {endpoint}",
+        f"{pail} work {report.bucket} --handler pail.demo.jobs:handle {endpoint}",
     ]
     out.print()
     if held:

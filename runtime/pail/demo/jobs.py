@@ -1,7 +1,7 @@
 """The demo's jobs: a batch of reports and simulations, and the handler that runs them.
 
 The handler is an ordinary pail handler (``payload -> result``), so it also
-runs under ``pail work --handler pail.demo_jobs:handle``. Three kinds of job
+runs under ``pail work --handler pail.demo.jobs:handle``. Three kinds of job
 misbehave on purpose:
 
 - a *flaky* report reads from a warehouse replica that times out on its

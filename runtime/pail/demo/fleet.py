@@ -21,6 +21,12 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+from pail.local import exit_with_parent
+
+if TYPE_CHECKING:
+    from pail.queue import Pail
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +34,8 @@ class WorkerSpec:
     """Everything a demo worker process needs (it is pickled to the child)."""
 
     bucket: str
-    connect: dict[str, str]
+    endpoint: dict[str, str]
+    """``LocalS3.connect_kwargs()``: where the server is, and its credentials."""
     visibility_timeout: float
     max_retries: int | None
     ledger: str
@@ -36,6 +43,20 @@ class WorkerSpec:
     # A worker that outlives its demo (the demo itself was SIGKILLed) still exits.
     time_budget: float = 300.0
     poll_interval: float = 0.5
+
+    def connect(self) -> Pail:
+        """The demo's queue on the demo's server, as the demo and every worker see it."""
+        from pail.queue import Pail  # in a worker, after its logging is set up
+
+        return Pail.connect(
+            self.bucket,
+            endpoint_url=self.endpoint["endpoint_url"],
+            access_key_id=self.endpoint["access_key_id"],
+            secret_access_key=self.endpoint["secret_access_key"],
+            region=self.endpoint["region"],
+            visibility_timeout=self.visibility_timeout,
+            max_retries=self.max_retries,
+        )
 
 
 def worker_main(spec: WorkerSpec, number: int) -> None:
@@ -49,22 +70,13 @@ def worker_main(spec: WorkerSpec, number: int) -> None:
         level=logging.INFO,
         format=f"%(asctime)s worker-{number} pid={os.getpid()} %(levelname)s %(message)s",
     )
-    _exit_with_parent()
+    # End this worker if the demo dies without stopping it (SIGKILL, OOM).
+    exit_with_parent(os.getppid())
     from pail import runner
-    from pail.demo_jobs import handle
-    from pail.queue import Pail
+    from pail.demo.jobs import handle
 
-    pail = Pail.connect(
-        spec.bucket,
-        endpoint_url=spec.connect["endpoint_url"],
-        access_key_id=spec.connect["access_key_id"],
-        secret_access_key=spec.connect["secret_access_key"],
-        region=spec.connect["region"],
-        visibility_timeout=spec.visibility_timeout,
-        max_retries=spec.max_retries,
-    )
     summary = runner.run(
-        pail,
+        spec.connect(),
         functools.partial(handle, ledger=Path(spec.ledger)),
         once=False,
         time_budget=spec.time_budget,
@@ -72,18 +84,6 @@ def worker_main(spec: WorkerSpec, number: int) -> None:
         install_signal_handlers=True,
     )
     logging.getLogger("pail.demo").info("worker %d stopped: %s", number, summary)
-
-
-def _exit_with_parent() -> None:
-    """End this worker if the demo dies without stopping it (SIGKILL, OOM)."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)  # the demo is gone: nobody will read this worker's results
-
-    threading.Thread(target=watch, name="pail-demo-parent-watch", daemon=True).start()
 
 
 @contextmanager

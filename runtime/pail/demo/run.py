@@ -1,21 +1,14 @@
-"""``pail demo``: the whole queue on this machine, with no AWS account, in under a minute.
+"""The demo's orchestration: the server, the bucket, the batch, the fleet, the reaper, the end.
 
-It starts the embedded S3 server, creates a bucket, enqueues a batch of
-report and simulation jobs (a few that fail transiently, one poison job),
-runs several worker processes and the reaper on a schedule, kills one worker
-with SIGKILL in the middle of a long job, and watches the reaper reclaim
-that lease and another worker finish the job. It ends with a summary that
-accounts for every job, a presigned result URL, the dead letter with its
-error, and commands to try. It stops everything it started, on success,
-failure, Ctrl-C or SIGTERM.
-
-Run it with ``scripts/demo``, ``pail demo`` or ``python -m pail.demo``.
+``run_demo`` runs one demo end to end (``pail demo`` calls it) and stops
+everything it started, on success, failure, Ctrl-C or SIGTERM. ``Demo``
+holds one run's steps: enqueue the batch, watch the queue while reaping on
+a schedule and killing the long job's worker, then account for every job.
 """
 
 from __future__ import annotations
 
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,17 +19,16 @@ from pathlib import Path
 from types import FrameType
 
 from pail.codec import LeaseRecord
-from pail.demo_display import Display, Snapshot, make_display
-from pail.demo_fleet import Fleet, WorkerSpec
-from pail.demo_jobs import Batch, build_batch, ledger_attempts
-from pail.demo_summary import DemoReport, Reclaim, hold_server, render_summary
+from pail.demo.display import Display, Snapshot, make_display
+from pail.demo.fleet import Fleet, WorkerSpec
+from pail.demo.jobs import Batch, build_batch, ledger_attempts
+from pail.demo.summary import DemoReport, Reclaim, hold_server, render_summary
 from pail.errors import DecodeError, PailError
 from pail.keys import DLQ, DONE
-from pail.local import LocalS3
+from pail.local import LocalS3, create_buckets
 from pail.output import Output
-from pail.queue import Pail
 from pail.status import JobState
-from pail.store.client import build_client
+from pail.store.listing import pages
 
 DEMO_BUCKET = "pail-demo"
 
@@ -73,11 +65,11 @@ class Demo:
         options: DemoOptions,
         server: LocalS3,
         display: Display,
-        ledger: Path,
+        spec: WorkerSpec,
         origin: float,
     ) -> None:
         self.options = options
-        self.ledger = ledger
+        self.ledger = Path(spec.ledger)
         self.server = server
         self.display = display
         self.batch: Batch = build_batch(options.jobs, flaky=options.flaky, seed=options.seed)
@@ -90,28 +82,12 @@ class Demo:
         self._long_seen: float | None = None
         self._failures_seen = 0
         self._ledger_seen: dict[str, int] = {}
-        local = server.connect_kwargs()
-        self.pail = Pail.connect(
-            DEMO_BUCKET,
-            endpoint_url=local["endpoint_url"],
-            access_key_id=local["access_key_id"],
-            secret_access_key=local["secret_access_key"],
-            region=local["region"],
-            visibility_timeout=options.visibility_timeout,
-            max_retries=options.max_retries,
-        )
+        self.pail = spec.connect()
 
     # -- the steps ------------------------------------------------------------
 
     def create_bucket(self) -> None:
-        local = self.server.connect_kwargs()
-        client = build_client(
-            endpoint_url=local["endpoint_url"],
-            access_key_id=local["access_key_id"],
-            secret_access_key=local["secret_access_key"],
-            region=local["region"],
-        )
-        client.create_bucket(Bucket=DEMO_BUCKET)
+        create_buckets(self.server.endpoint_url, [DEMO_BUCKET])
 
     def enqueue(self) -> None:
         """Enqueue the batch: the long job first, then the rest over a few connections."""
@@ -295,14 +271,9 @@ class Demo:
         )
 
     def _ids_under(self, state: str) -> set[str]:
-        ids: set[str] = set()
-        token: str | None = None
-        while True:
-            page = self.pail.store.list(self.pail.keys.prefix(state), continuation=token)
-            ids.update(self.pail.keys.job_id(item.key) for item in page.items)
-            if page.next_token is None:
-                return ids
-            token = page.next_token
+        keys = self.pail.keys
+        listing = pages(self.pail.store, keys.prefix(state))
+        return {keys.job_id(item.key) for page in listing for item in page.items}
 
 
 @contextmanager
@@ -354,16 +325,16 @@ def _run(options: DemoOptions, out: Output) -> DemoReport:
         server = stack.enter_context(LocalS3(options.port))
         display = make_display(display_console)
         stack.callback(display.close)
-        demo = Demo(options, server, display, workdir / "ledger", origin)
-        demo.create_bucket()
         spec = WorkerSpec(
             bucket=DEMO_BUCKET,
-            connect=server.connect_kwargs(),
+            endpoint=server.connect_kwargs(),
             visibility_timeout=options.visibility_timeout,
             max_retries=options.max_retries,
-            ledger=str(demo.ledger),
+            ledger=str(workdir / "ledger"),
             log_dir=str(workdir),
         )
+        demo = Demo(options, server, display, spec, origin)
+        demo.create_bucket()
         fleet = Fleet(spec, options.workers)
         with fleet:
             demo.event(
@@ -391,30 +362,22 @@ def _run(options: DemoOptions, out: Output) -> DemoReport:
                 f"{len(report.missing)} job(s) unaccounted for: {', '.join(report.missing[:5])}"
             )
         if options.hold:
-            status_pages(out, report, server, stack, open_browser=options.open_status)
+            status_pages(out, report, spec, stack, open_browser=options.open_status)
             hold_server(out, report)
         return report
 
 
 def status_pages(
-    out: Output, report: DemoReport, server: LocalS3, stack: ExitStack, *, open_browser: bool
+    out: Output, report: DemoReport, spec: WorkerSpec, stack: ExitStack, *, open_browser: bool
 ) -> None:
     """Serve the browser status page for the killed worker's job and the dead letter.
 
     The page polls the local server straight from the browser (moto answers
     any origin, as the PailQueue construct's CORS rule lets a page on AWS).
     """
-    from pail.queue import Pail
     from pail.status_page import serve_status_page
 
-    where = server.connect_kwargs()
-    pail = Pail.connect(
-        DEMO_BUCKET,
-        endpoint_url=where["endpoint_url"],
-        access_key_id=where["access_key_id"],
-        secret_access_key=where["secret_access_key"],
-        region=where["region"],
-    )
+    pail = spec.connect()
     jobs = [("the job whose worker was killed", report.result_job)]
     jobs += [("the dead letter", letter.job_id) for letter in report.dead_letters[:1]]
     out.print()
@@ -429,14 +392,3 @@ def status_pages(
         import webbrowser
 
         webbrowser.open(urls[0])
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m pail.demo [OPTIONS]``: the same as ``pail demo``."""
-    from pail.cli import cli
-
-    cli(["demo", *(sys.argv[1:] if argv is None else argv)], prog_name="pail")
-
-
-if __name__ == "__main__":
-    main()
