@@ -1,19 +1,29 @@
-"""Shared fixtures: one local S3 server per test session, a fresh bucket per test.
+"""Shared fixtures: one local S3 server per test session, a fresh bucket per test, queues on it.
 
 The server is real (moto's S3 over HTTP on 127.0.0.1, with atomic writes; see
 ``pail.local``). It starts once per session and stops when the session ends.
+Every folder's tests connect the same way (``connect``, ``pail``, counted by
+``counter``); a folder's own ``conftest.py`` holds only what is its own.
+Helpers that are not fixtures live in ``tests/support/``.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-import boto3
 import pytest
+from click.testing import CliRunner, Result
 
+from pail import Pail
+from pail.config import ALL_ENV_VARS
 from pail.local import LocalS3
+from tests.servers import SeaweedS3, find_weed
+from tests.support.command import Invoke
+from tests.support.counting import RequestCounter
+from tests.support.queues import Connect, connect_to, make_client
 from tests.support.scripted_proxy import ScriptedProxy
 
 _bucket_numbers = itertools.count()
@@ -23,18 +33,6 @@ _bucket_numbers = itertools.count()
 def s3_server() -> Iterator[LocalS3]:
     with LocalS3() as server:
         yield server
-
-
-def make_client(server: LocalS3):  # type: ignore[no-untyped-def]
-    """A fresh boto3 S3 client for ``server`` (one per thread in concurrency tests)."""
-    kwargs = server.connect_kwargs()
-    return boto3.client(
-        "s3",
-        endpoint_url=kwargs["endpoint_url"],
-        aws_access_key_id=kwargs["access_key_id"],
-        aws_secret_access_key=kwargs["secret_access_key"],
-        region_name=kwargs["region"],
-    )
 
 
 @pytest.fixture
@@ -52,9 +50,60 @@ def bucket(s3_server: LocalS3) -> str:
     return name
 
 
-# --- SeaweedFS: the second real S3 server (tests/servers.py) ---------------------
+# --- queues on the local server ---------------------------------------------------
 
-from tests.servers import SeaweedS3, find_weed  # noqa: E402
+
+@pytest.fixture
+def counter() -> RequestCounter:
+    """Counts the requests of every ``Pail`` that ``connect`` makes in this test."""
+    return RequestCounter()
+
+
+@pytest.fixture
+def connect(s3_server: LocalS3, bucket: str, counter: RequestCounter) -> Connect:
+    """``connect(**options)``: a new ``Pail`` on this test's bucket, with a client of its own."""
+    return functools.partial(connect_to, s3_server.connect_kwargs(), bucket, counter=counter)
+
+
+@pytest.fixture
+def pail(connect: Connect) -> Pail:
+    """A ``Pail`` on this test's bucket, with the default options."""
+    return connect()
+
+
+# --- the pail command, in-process -------------------------------------------------
+
+
+@pytest.fixture
+def server_env(s3_server: LocalS3, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment of a user pointed at the local server, and no stray ``PAIL_*``."""
+    for name in ALL_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    return s3_server.env()
+
+
+@pytest.fixture
+def invoke(server_env: dict[str, str]) -> Invoke:
+    """Run ``pail ARGS...`` in-process; returns click's ``Result`` (stdout, stderr, exit_code)."""
+    from pail.cli import cli
+
+    def _invoke(
+        *args: str, input: str | None = None, env: Mapping[str, str] | None = None
+    ) -> Result:
+        return CliRunner().invoke(
+            cli,
+            list(args),
+            input=input,
+            env={**server_env, **(env or {})},
+            catch_exceptions=False,
+        )
+
+    return _invoke
+
+
+# --- SeaweedFS: the second real S3 server (tests/servers.py) ---------------------
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from typing import Any
 from pail import JobState, Pail, RetryPolicy
 from pail.aws.lambda_worker import lambda_worker
 from pail.codec import META_ATTEMPT
-from tests.aws.conftest import FakeContext, LogCapture
+from tests.support.lambdas import FakeContext, LogCapture
 
 MARGIN = 4.0
 RESERVE = 2.0

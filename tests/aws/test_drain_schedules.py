@@ -31,7 +31,7 @@ import signal
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from pail import ManualClock, MemoryStore, Message, Pail, RetryPolicy
@@ -41,6 +41,7 @@ from pail.drain import Limits, Observer, ProcessLimits, Tally, drain
 from pail.keys import DLQ, DONE, QUEUE, RUN
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, passes_to_cover
+from tests.support.clocks import ServerClock
 from tests.support.hooked_store import HookedStore
 
 SEEDS = int(os.environ.get("PAIL_DRAIN_SCHEDULE_SEEDS", "300"))
@@ -48,14 +49,6 @@ TIMEOUT = 30.0
 MARGIN, RESERVE = 4.0, 2.0
 REAPER_PAGE, REAPER_PAGES = 2, 1
 OPERATIONS = ("get", "head", "put", "delete", "list")
-
-
-class ServerClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class Budget:

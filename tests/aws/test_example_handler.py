@@ -14,7 +14,7 @@ import pytest
 from pail import JobState, Pail
 from pail.local import LocalS3
 from pail.runner import load_handler, run
-from tests.aws.conftest import FakeContext
+from tests.support.lambdas import FakeContext
 
 HANDLERS = Path(__file__).resolve().parents[2] / "examples" / "handlers"
 _loads = itertools.count()

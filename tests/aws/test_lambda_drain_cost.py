@@ -14,14 +14,9 @@ import pytest
 from pail import Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.local import LocalS3
-from tests.aws.conftest import (
-    FakeContext,
-    LogCapture,
-    RequestCounter,
-    emf_records,
-    metric_values,
-)
-from tests.conftest import make_client
+from tests.support.counting import RequestCounter
+from tests.support.lambdas import FakeContext, LogCapture, emf_records, metric_values
+from tests.support.queues import make_client
 
 JOBS = 100
 JOB_SECONDS = 0.05

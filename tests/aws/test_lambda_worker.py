@@ -16,14 +16,9 @@ from pail import JobState, Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.drain import current_job
 from pail.local import LocalS3
-from tests.aws.conftest import (
-    FakeContext,
-    LogCapture,
-    RequestCounter,
-    emf_records,
-    metric_values,
-)
-from tests.conftest import make_client
+from tests.support.counting import RequestCounter
+from tests.support.lambdas import FakeContext, LogCapture, emf_records, metric_values
+from tests.support.queues import make_client
 
 
 def double(payload: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from typing import Any
 
 from pail import Pail
 from pail.aws.lambda_worker import lambda_worker
-from tests.aws.conftest import FakeContext, LogCapture, wait_until
+from tests.support.lambdas import FakeContext, LogCapture
+from tests.support.waiting import wait_until
 
 WAIT = 60
 

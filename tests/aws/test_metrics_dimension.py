@@ -12,7 +12,7 @@ from pail.aws.lambda_worker import lambda_worker
 from pail.aws.reaper import ReaperFunction
 from pail.keys import validate_namespace
 from pail.metrics_names import DEFAULT_QUEUE_DIMENSION, queue_dimension
-from tests.aws.conftest import FakeContext, LogCapture, emf_records
+from tests.support.lambdas import FakeContext, LogCapture, emf_records
 
 
 def test_given_the_dimension_of_the_queue_without_namespace_then_no_namespace_can_have_it() -> None:

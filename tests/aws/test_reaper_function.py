@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,27 +14,10 @@ from pail.aws.reaper import ReaperFunction
 from pail.depth import measure_depth
 from pail.local import LocalS3
 from pail.protocol.claim import Claimer
-from tests.aws.conftest import (
-    FakeContext,
-    LogCapture,
-    RequestCounter,
-    emf_records,
-    metric_values,
-)
-from tests.conftest import make_client
-
-
-class ServerTime:
-    """A MemoryStore's clock (``now``) that the test moves."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+from tests.support.clocks import ServerClock
+from tests.support.counting import RequestCounter
+from tests.support.lambdas import FakeContext, LogCapture, emf_records, metric_values
+from tests.support.queues import make_client
 
 
 class Invocations:
@@ -123,7 +106,7 @@ def test_given_an_idle_queue_when_the_reaper_runs_then_it_costs_four_listings(
 
 
 def test_given_an_expired_lease_when_the_reaper_runs_then_the_job_is_requeued_and_counted() -> None:
-    server = ServerTime()
+    server = ServerClock(datetime(2025, 1, 1, tzinfo=UTC))
     queue = Pail(MemoryStore("jobs", now=server), visibility_timeout=30, max_retries=3)
     job_id = queue.enqueue({"n": 1})
     crashed_claim(queue)
@@ -143,7 +126,7 @@ def test_given_an_expired_lease_when_the_reaper_runs_then_the_job_is_requeued_an
 def test_given_an_expired_lease_on_the_last_attempt_when_reaped_then_dead_lettered_is_published(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    server = ServerTime()
+    server = ServerClock(datetime(2025, 1, 1, tzinfo=UTC))
     queue = Pail(MemoryStore("jobs", now=server), visibility_timeout=30, max_retries=0)
     job_id = queue.enqueue({"n": 1})
     crashed_claim(queue)
@@ -176,7 +159,7 @@ def self_healing_reaper(
 def test_given_a_job_waiting_with_no_worker_when_the_reaper_runs_then_it_invokes_the_worker_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    server = ServerTime()
+    server = ServerClock(datetime(2025, 1, 1, tzinfo=UTC))
     queue = Pail(MemoryStore("jobs", now=server))
     queue.enqueue({"n": 1})
     server.advance(90)
@@ -211,7 +194,7 @@ def test_given_a_job_waiting_with_no_worker_when_the_reaper_runs_then_it_invokes
 def test_given_no_reason_to_heal_when_the_reaper_runs_then_it_invokes_nothing(
     waited: float, running: bool, function: str | None
 ) -> None:
-    server = ServerTime()
+    server = ServerClock(datetime(2025, 1, 1, tzinfo=UTC))
     queue = Pail(MemoryStore("jobs", now=server), visibility_timeout=600)
     queue.enqueue({"n": 1})
     if running:
@@ -236,7 +219,7 @@ def test_given_no_reason_to_heal_when_the_reaper_runs_then_it_invokes_nothing(
 def test_given_an_invoke_that_fails_when_self_healing_then_it_is_logged_and_metrics_still_go_out(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    server = ServerTime()
+    server = ServerClock(datetime(2025, 1, 1, tzinfo=UTC))
     queue = Pail(MemoryStore("jobs", now=server))
     queue.enqueue({"n": 1})
     server.advance(90)

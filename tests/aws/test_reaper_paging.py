@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from pail import JobState, ManualClock, MemoryStore, Pail
 from pail.codec import LeaseRecord
@@ -19,18 +19,11 @@ from pail.keys import RUN
 from pail.local import LocalS3
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import passes_to_cover
-from tests.aws.conftest import wait_until
-from tests.cli.processes import ROOT
+from tests.support.clocks import ServerClock
+from tests.support.command import ROOT
+from tests.support.waiting import wait_until
 
 TIMEOUT = 30.0
-
-
-class ServerTime:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def put_lease(store: MemoryStore, queue: Pail, job_id: str) -> None:
@@ -41,7 +34,7 @@ def put_lease(store: MemoryStore, queue: Pail, job_id: str) -> None:
 def test_given_an_expired_lease_behind_10000_live_ones_when_reaped_one_shot_then_it_is_reclaimed() -> (
     None
 ):
-    server = ServerTime()
+    server = ServerClock()
     store = MemoryStore("jobs", now=server)
     expired = "01K" + "0" * 23  # sorts after every live lease
     put_lease(store, Pail(store), expired)
@@ -138,7 +131,7 @@ def test_given_leases_past_one_pass_on_the_server_when_fresh_processes_reap_then
 
 
 def test_given_a_garbled_cursor_when_reaped_then_the_pass_starts_from_the_top() -> None:
-    server = ServerTime()
+    server = ServerClock()
     store = MemoryStore("jobs", now=server)
     queue = Pail(store, visibility_timeout=TIMEOUT)
     expired = "01J" + "0" * 23

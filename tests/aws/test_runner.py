@@ -16,7 +16,7 @@ from pail.cli.exit_codes import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, exit_code
 from pail.drain import JobReport, ProcessLimits, drain
 from pail.runner import RunSummary, load_handler, main, run
 from tests.aws import job_handlers
-from tests.aws.conftest import wait_until
+from tests.support.waiting import wait_until
 
 
 def memory_queue(jobs: int = 0) -> tuple[Pail, list[str]]:

@@ -15,7 +15,7 @@ import pytest
 
 from pail import JobState, Pail
 from pail.local import LocalS3
-from tests.aws.conftest import wait_until
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from pail import JobState, MemoryStore, Pail, RetryPolicy
 from pail.aws.reaper import ReaperFunction
-from tests.aws.conftest import LogCapture
+from tests.support.clocks import ServerClock
+from tests.support.lambdas import LogCapture
 
 TIMEOUT = 30.0
-
-
-class ServerTime:
-    def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 class Invocations:
@@ -33,7 +23,7 @@ class Invocations:
 def test_given_a_job_in_backoff_and_jobs_waiting_when_the_reaper_runs_then_it_wakes_a_worker() -> (
     None
 ):
-    server = ServerTime()
+    server = ServerClock(datetime(2025, 1, 1, tzinfo=UTC))
     queue = Pail(
         MemoryStore("jobs", now=server),
         visibility_timeout=TIMEOUT,

@@ -22,9 +22,9 @@ import pytest
 from pail import JobState, Pail
 from pail.keys import RUN
 from pail.local import LocalS3
-from tests.aws.conftest import wait_until
-from tests.cli.processes import pail_script, process_env, start
+from tests.support.command import pail_script, process_env, start
 from tests.support.scripted_proxy import Action, Request, Script, ScriptedProxy
+from tests.support.waiting import wait_until
 
 TIMEOUT = 60
 

@@ -15,8 +15,8 @@ from pail.cli.exit_codes import EXIT_ERROR, exit_code
 from pail.local import LocalS3
 from pail.runner import run
 from pail.store.base import ListPage
-from tests.aws.conftest import FakeContext, LogCapture, emf_records, metric_values
-from tests.conftest import make_client
+from tests.support.lambdas import FakeContext, LogCapture, emf_records, metric_values
+from tests.support.queues import make_client
 
 
 class FailingListings(MemoryStore):

@@ -11,7 +11,7 @@ import pytest
 from pail import Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.aws.triggers import describe_trigger
-from tests.aws.conftest import FakeContext, LogCapture
+from tests.support.lambdas import FakeContext, LogCapture
 
 # A job id that was never enqueued: the events name it, the worker must not care.
 GHOST_KEY = "queue/01ARZ3NDEKTSV4RRFFQ69G5FAV"

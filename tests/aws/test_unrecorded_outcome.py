@@ -21,9 +21,10 @@ from pail import JobState, Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.errors import StorageError
 from pail.local import LocalS3
-from tests.aws.conftest import FakeContext, LogCapture, emf_records, metric_values, wait_until
-from tests.cli.processes import pail_script, process_env, start
+from tests.support.command import pail_script, process_env, start
+from tests.support.lambdas import FakeContext, LogCapture, emf_records, metric_values
 from tests.support.scripted_proxy import Action, ScriptedProxy, connect_through, forward_all
+from tests.support.waiting import wait_until
 
 TIMEOUT = 120
 

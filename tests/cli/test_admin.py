@@ -9,9 +9,8 @@ import boto3
 
 from pail import JobState, Pail
 from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LocalS3, free_port
-from tests.cli.conftest import Invoke
 from tests.cli.handlers import explode
-from tests.cli.processes import LineReader, pail_script, process_env, start
+from tests.support.command import Invoke, LineReader, pail_script, process_env, start
 from tests.support.population import HOLDER, Population, populate
 
 

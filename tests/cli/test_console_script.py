@@ -15,7 +15,7 @@ import pytest
 from pail import JobState, Pail
 from pail.local import LocalS3, free_port
 from tests.cli.handlers import double
-from tests.cli.processes import LineReader, pail_script, process_env, start
+from tests.support.command import LineReader, pail_script, process_env, start
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from pail import JobState, Pail
-from tests.cli.conftest import Invoke
 from tests.cli.handlers import explode
+from tests.support.command import Invoke
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pail import JobState, Pail
-from tests.cli.conftest import Invoke
+from tests.support.command import Invoke
 
 
 def test_given_pending_job_when_cancel_then_it_is_cancelled_and_never_runs(

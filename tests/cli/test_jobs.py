@@ -12,8 +12,8 @@ import pytest
 
 from pail import JobState, Pail
 from pail.ids import is_ulid
-from tests.cli.conftest import Invoke
 from tests.cli.handlers import double, explode
+from tests.support.command import Invoke
 
 
 def test_given_json_argument_when_enqueue_then_prints_only_the_id_of_a_pending_job(

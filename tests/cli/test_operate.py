@@ -11,8 +11,8 @@ from pail import JobState, Pail, SystemClock
 from pail.keys import RUN
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import CLOCK_RESOLUTION
-from tests.cli.conftest import Invoke
 from tests.cli.handlers import double, explode
+from tests.support.command import Invoke
 
 
 def _fill(connect: Callable[..., Pail]) -> Pail:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from pail import Pail
 from pail.local import LocalS3
-from tests.cli.conftest import Invoke
+from tests.support.command import Invoke
 
 
 def test_given_json_before_or_after_the_command_when_stats_then_both_print_json(

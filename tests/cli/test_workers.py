@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from pail import JobState, Pail
-from tests.cli.conftest import Invoke
+from tests.support.command import Invoke
 
 
 def _summary(stdout: str) -> dict[str, object]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.processes import LineReader, pail_script, process_env, start
+from tests.support.command import LineReader, pail_script, process_env, start
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.cli.processes import ROOT
+from tests.support.command import ROOT
 from tests.support.import_graph import cycles, import_graph
 
 GRAPH = import_graph(ROOT / "runtime", "pail")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ import pytest
 from pail import Pail
 from pail.status_page import StatusPageServer, cors_rule, status_page_url
 from tests.servers import SeaweedS3, make_s3_client
+from tests.support.queues import connect_to
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -52,12 +53,6 @@ POLL_MAX_INTERVAL = 0.5
 _bucket_numbers = itertools.count()
 
 OpenJob = Callable[..., None]
-
-
-def connect_to(server_kwargs: Mapping[str, str], bucket: str, **options: Any) -> Pail:
-    """``Pail.connect`` to ``bucket`` on a server given by its ``connect_kwargs()``."""
-    kwargs: dict[str, Any] = {**server_kwargs, **options}
-    return Pail.connect(bucket, **kwargs)
 
 
 def _unavailable(reason: str) -> None:

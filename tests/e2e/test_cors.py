@@ -16,9 +16,8 @@ import pytest
 from pail import Pail
 from pail.local import LocalS3
 from pail.status_page import cors_rule
-from tests.conftest import make_client
-from tests.e2e.conftest import connect_to
 from tests.servers import SeaweedS3, make_s3_client
+from tests.support.queues import connect_to, make_client
 
 pytestmark = pytest.mark.s3
 

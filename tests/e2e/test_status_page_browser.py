@@ -27,8 +27,8 @@ from tests.e2e.conftest import (
     POLL_MAX_INTERVAL,
     TIMEOUT_MS,
     OpenJob,
-    connect_to,
 )
+from tests.support.queues import connect_to
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

@@ -18,8 +18,8 @@ from pail.status_page import (
     serve_status_page,
     status_page_url,
 )
-from tests.conftest import make_client
-from tests.e2e.conftest import EXAMPLE_PAGE, connect_to
+from tests.e2e.conftest import EXAMPLE_PAGE
+from tests.support.queues import connect_to, make_client
 
 JOB = "01JD8X3W5K9T2B7Q4R6M0N1P2S"
 

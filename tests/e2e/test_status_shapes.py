@@ -15,7 +15,7 @@ import pytest
 
 from pail import Pail
 from pail.local import LocalS3
-from tests.e2e.conftest import connect_to
+from tests.support.queues import connect_to
 
 pytestmark = pytest.mark.s3
 

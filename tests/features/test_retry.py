@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from pail import ConfigurationError, Ending, JobState, MemoryStore, Pail, RetryPolicy
+from tests.support.clocks import ServerClock
 from tests.support.counting import RequestCounter
-
-
-class ServerTime:
-    """The in-memory store's clock, moved by the test: the reaper's judge of expiry."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def _failing(payload: object) -> object:
@@ -32,7 +19,7 @@ def _failing(payload: object) -> object:
 def test_given_backoff_when_an_attempt_fails_then_the_job_waits_and_the_reaper_requeues_it() -> (
     None
 ):
-    server = ServerTime()
+    server = ServerClock()
     pail = Pail(
         MemoryStore("jobs", now=server),
         visibility_timeout=10,
@@ -62,7 +49,7 @@ def test_given_backoff_when_an_attempt_fails_then_the_job_waits_and_the_reaper_r
 
 def test_given_backoff_when_retries_run_out_then_the_last_failure_dead_letters_at_once() -> None:
     pail = Pail(
-        MemoryStore("jobs", now=ServerTime()),
+        MemoryStore("jobs", now=ServerClock()),
         max_retries=0,
         retry_policy=RetryPolicy.fixed(60),
     )

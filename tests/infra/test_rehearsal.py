@@ -32,12 +32,13 @@ from pail.keys import RUN
 from pail.local import LocalS3
 from pail.status import JobState
 from pail_cdk.wake_handler import ENV_CLUSTER, ENV_SERVICE
+from tests.support.waiting import wait_until
 
 from .rehearsal import toolchain
 from .rehearsal.assembly import FunctionSpec
 from .rehearsal.proxy import AwsProxy, Request
 from .rehearsal.runtime_api import FunctionFailedError
-from .rehearsal.stage import REAPER_HANDLER, WORKER_HANDLER, NoLambdaPythonError, Stage, wait_for
+from .rehearsal.stage import REAPER_HANDLER, WORKER_HANDLER, NoLambdaPythonError, Stage
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3, pytest.mark.synth]
 
@@ -248,7 +249,9 @@ def test_given_an_abandoned_lease_when_the_reaper_runs_on_schedule_then_it_reaps
             (page.server_time - item.last_modified).total_seconds() > 3.5 for item in page.items
         )
 
-    wait_for(lease_expired, timeout=20, what="the abandoned lease to expire on the server's clock")
+    wait_until(
+        lease_expired, timeout=20, what="the abandoned lease to expire on the server's clock"
+    )
     worker_spec = stage.assembly.function(WORKER_HANDLER)
     reaper_spec = _reaper_of(stage, queue="")
     healed = []
@@ -364,7 +367,7 @@ def test_given_a_claim_killed_before_its_entry_delete_when_the_reaper_runs_then_
             (page.server_time - item.last_modified).total_seconds() > 3.5 for item in page.items
         )
 
-    wait_for(leases_expired, timeout=20, what="both crashed claims' leases to expire")
+    wait_until(leases_expired, timeout=20, what="both crashed claims' leases to expire")
     reaper_spec = _reaper_of(stage, queue="")
     with stage.running(reaper_spec, proxy, environment=REAPER_OVERRIDES) as reaper:
         summary = reaper.invoke(SCHEDULE)
@@ -467,7 +470,7 @@ def test_given_the_fargate_task_when_its_command_runs_from_the_image_context_the
         text=True,
     ) as running:
         try:
-            wait_for(
+            wait_until(
                 lambda: pail.result(job) is not None, timeout=120, what="the task to work the job"
             )
         finally:

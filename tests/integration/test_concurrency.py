@@ -24,24 +24,15 @@ import pytest
 
 from pail import Pail
 from pail.local import LocalS3
-from pail.store import S3Store
-from pail.store.client import build_client
 from tests.support.counting import RequestCounter
+from tests.support.queues import connect_to
 
 WORKERS = 16
 JOBS = 400
 
 
 def connect(server: LocalS3, bucket: str, counter: RequestCounter, **options: Any) -> Pail:
-    kwargs = server.connect_kwargs()
-    client = build_client(
-        endpoint_url=kwargs["endpoint_url"],
-        access_key_id=kwargs["access_key_id"],
-        secret_access_key=kwargs["secret_access_key"],
-        region=kwargs["region"],
-    )
-    counter.attach(client)
-    return Pail(S3Store(client, bucket), **options)
+    return connect_to(server.connect_kwargs(), bucket, counter=counter, **options)
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from pail import JobState, Pail
 from pail.local import LocalS3
+from tests.support.waiting import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "original"
 
@@ -79,13 +79,6 @@ def start(
     return process
 
 
-def wait_for(condition: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "the example did not get there in time"
-        time.sleep(0.05)
-
-
 def test_worker_once_on_an_empty_queue_says_so(env: dict[str, str]) -> None:
     assert run("worker_once.py", env).strip() == "queue empty, nothing to do"
 
@@ -111,7 +104,7 @@ def test_worker_service_processes_every_job(
     ids = [pail.enqueue({"report_id": f"r{i}"}) for i in range(5)]
     start("worker_service.py", env, background)
 
-    wait_for(lambda: all(pail.result(i) is not None for i in ids))
+    wait_until(lambda: all(pail.result(i) is not None for i in ids), timeout=30)
 
     assert [pail.result(i)["url"] for i in ids] == [f"reports/r{i}.pdf" for i in range(5)]
 
@@ -127,7 +120,7 @@ def test_primitives_complete_good_jobs_and_return_failing_ones_to_the_queue(
         status = pail.status(bad)
         return status is not None and status.attempts >= 2
 
-    wait_for(lambda: pail.result(good) is not None and bad_was_retried())
+    wait_until(lambda: pail.result(good) is not None and bad_was_retried(), timeout=30)
     background[0].kill()
     out, _ = background[0].communicate()
 

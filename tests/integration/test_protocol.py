@@ -7,6 +7,7 @@ between steps, and ambiguous outcomes of conditional writes.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,24 +22,15 @@ from pail.protocol.writes import put_conditional
 from pail.store import S3Store
 from pail.store.client import build_client
 from tests.support.hooked_store import HookedStore, SimulatedCrash
+from tests.support.queues import store_on
+from tests.support.waiting import wait_until
 
 VT = 1.0  # visibility timeout: leases expire (by the server's clock) ~2 s after their last write
 
 
 @pytest.fixture
 def s3store(s3_server: LocalS3, bucket: str) -> Callable[[], S3Store]:
-    kwargs = s3_server.connect_kwargs()
-
-    def make() -> S3Store:
-        client = build_client(
-            endpoint_url=kwargs["endpoint_url"],
-            access_key_id=kwargs["access_key_id"],
-            secret_access_key=kwargs["secret_access_key"],
-            region=kwargs["region"],
-        )
-        return S3Store(client, bucket)
-
-    return make
+    return functools.partial(store_on, s3_server.connect_kwargs(), bucket)
 
 
 @pytest.fixture
@@ -60,17 +52,9 @@ class Executions:
         return run
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Poll ``condition`` until it holds; the server's clock has to move for leases to expire."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.1)
-
-
 def reap_until(pail: Pail, field: str) -> None:
-    wait_until(lambda: getattr(pail.reap(), field) > 0)
+    # The server's clock has to move for leases to expire.
+    wait_until(lambda: getattr(pail.reap(), field) > 0, timeout=15, what=f"a reap with {field}")
 
 
 def no_leftovers(pail: Pail) -> Iterator[str]:

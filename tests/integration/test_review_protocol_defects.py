@@ -20,6 +20,7 @@ from pail.store import S3Store
 from pail.store.client import build_client
 from tests.integration.test_protocol import VT, Executions, hooked, reap_until, s3store
 from tests.support.hooked_store import HookedStore, SimulatedCrash
+from tests.support.queues import connect_to
 from tests.support.refusing_proxy import RefusingProxy
 
 __all__ = ["hooked", "s3store"]  # the fixtures, shared with test_protocol
@@ -215,14 +216,8 @@ def test_given_delete_applied_then_resent_into_a_409_when_it_ends_404_then_it_co
     an earlier round (its response lost). It must still say "resent".
     """
     with RefusingProxy(s3_server.endpoint_url, None, lose_then_conflict=True) as proxy:
-        kwargs = s3_server.connect_kwargs()
-        client = build_client(
-            endpoint_url=proxy.endpoint_url,
-            access_key_id=kwargs["access_key_id"],
-            secret_access_key=kwargs["secret_access_key"],
-            region=kwargs["region"],
-        )
-        pail = Pail(S3Store(client, bucket), visibility_timeout=30)
+        through = {**s3_server.connect_kwargs(), "endpoint_url": proxy.endpoint_url}
+        pail = connect_to(through, bucket, visibility_timeout=30)
         job_id = pail.enqueue({"n": 1})
 
         message = pail.claim()  # its step 3 is that DELETE

@@ -6,36 +6,18 @@ with no pail metadata, as pailq 0.1.1, a script or the S3 console would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import pytest
 
-from pail import Pail
 from pail.local import LocalS3
-from tests.cli.conftest import invoke, server_env  # noqa: F401 - the CLI fixtures, shared
-from tests.conftest import make_client
+from tests.support.queues import make_client
 
 
 class Foreign(Protocol):
     def __call__(
         self, key: str, body: bytes, *, metadata: dict[str, str] | None = None
     ) -> None: ...
-
-
-@pytest.fixture
-def connect(s3_server: LocalS3, bucket: str) -> Callable[..., Pail]:
-    """Connect a new ``Pail`` (with its own boto3 client) to this test's bucket."""
-
-    def _connect(**options: Any) -> Pail:
-        return Pail.connect(bucket, **{**s3_server.connect_kwargs(), **options})
-
-    return _connect
-
-
-@pytest.fixture
-def pail(connect: Callable[..., Pail]) -> Pail:
-    return connect()
 
 
 @pytest.fixture

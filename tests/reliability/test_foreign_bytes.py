@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from pail import DecodeError, JobState, Pail
-from tests.cli.conftest import Invoke
 from tests.reliability.conftest import Foreign
+from tests.support.command import Invoke
 from tests.support.hostile import (
     LEASE_BODIES,
     LETTER_BODIES,

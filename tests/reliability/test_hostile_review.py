@@ -35,8 +35,8 @@ from pail import (
 )
 from pail.protocol.delay import delayed_key
 from pail.status_page import cors_rule
-from tests.cli.conftest import Invoke
 from tests.reliability.conftest import Foreign
+from tests.support.command import Invoke
 from tests.support.hostile import REVIEW_BODIES, Hostile, hostile_id
 from tests.support.waiting import wait_until
 

@@ -1,8 +1,11 @@
-"""Count S3 requests by operation and HTTP status, with botocore event hooks.
+"""Count S3 requests by operation and HTTP status, with a botocore event hook.
 
-Attach a ``RequestCounter`` to any boto3 S3 client; it records every request
-the client sends (retries included), so tests can assert request budgets
-without mocking anything.
+Attach a ``RequestCounter`` to any boto3 S3 client; it records every HTTP
+attempt the client makes, retries included (S3 bills each one, a failed
+conditional write too), so tests can assert request budgets without mocking
+anything. An attempt that got no HTTP response at all is recorded with
+status 0. ``bench/pail_bench/counting.py`` counts the same event for the
+benchmark's tables.
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from typing import Any
+
+NO_RESPONSE = 0
+"""The status recorded for an attempt that got no HTTP response (a reset, a timeout)."""
 
 
 class RequestCounter:
@@ -20,20 +26,35 @@ class RequestCounter:
         self.calls: Counter[tuple[str, int]] = Counter()
 
     def attach(self, client: Any) -> Any:
-        client.meta.events.register("after-call.s3", self._after_call)
+        """Count ``client``'s requests from now on; returns ``client``."""
+        # needs-retry fires once per HTTP attempt, before botocore decides to retry it.
+        client.meta.events.register(
+            "needs-retry.s3", self._attempted, unique_id=f"tests-request-counter-{id(self)}"
+        )
         return client
 
-    def _after_call(self, http_response: Any, model: Any, **_: Any) -> None:
+    def _attempted(self, response: Any = None, operation: Any = None, **_: Any) -> None:
+        status = NO_RESPONSE if response is None else int(response[0].status_code)
         with self._lock:
-            self.calls[(model.name, int(http_response.status_code))] += 1
+            self.calls[(operation.name, status)] += 1
 
     def total(self, operation: str | None = None, status: int | None = None) -> int:
+        """Requests sent so far, of ``operation`` and with ``status`` when given."""
         with self._lock:
             return sum(
                 n
                 for (op, code), n in self.calls.items()
                 if (operation is None or op == operation) and (status is None or code == status)
             )
+
+    @property
+    def by_operation(self) -> Counter[str]:
+        """Requests sent so far by operation, whatever their status."""
+        with self._lock:
+            tally: Counter[str] = Counter()
+            for (op, _), n in self.calls.items():
+                tally[op] += n
+            return tally
 
     def failed_conditional_writes(self) -> int:
         """412s on PUT or DELETE: conditional writes that lost (billed on S3 all the same)."""

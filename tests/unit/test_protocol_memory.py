@@ -6,25 +6,11 @@ terminal key; the same code runs against the real server in tests/integration.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
 from pail import JobState, ManualClock, MemoryStore, Pail
 from pail.protocol.claim import Claimer
-
-
-class ServerClock:
-    """The simulated S3 clock: what LastModified and Date read."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+from tests.support.clocks import ServerClock
 
 
 @pytest.fixture

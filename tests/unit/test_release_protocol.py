@@ -7,26 +7,14 @@ leaves something the reaper finishes the same way.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
 from pail import JobState, MemoryStore, Pail, RetryPolicy
 from pail.codec import RETRYING, LeaseRecord
+from tests.support.clocks import ServerClock
 from tests.support.hooked_store import HookedStore, SimulatedCrash
 
 TIMEOUT = 30.0
-
-
-class ServerClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,12 +157,3 @@ class Stage:
         report = json.loads(path.read_text()) if path.exists() else {}
         report[name] = data
         path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-
-
-def wait_for(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
-    """Wait until ``condition()`` holds, polling; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)

@@ -1,4 +1,5 @@
-"""Running ``pail`` as a real process: find the console script, read its output with a deadline."""
+"""The ``pail`` command in tests: in-process (``Invoke``, the ``invoke`` fixture), or as a real
+process (find the console script, read its output with a deadline)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
+
+from click.testing import Result
 
 from pail.config import ALL_ENV_VARS
 
 ROOT = Path(__file__).resolve().parents[2]
+
+Invoke = Callable[..., Result]
+"""``invoke(*args, input=None, env=None)``: run ``pail ARGS...`` in-process (the ``invoke`` fixture)."""
 
 
 def pail_script() -> str:
