@@ -1,8 +1,9 @@
 """The protocol bugs the simulation found, each with its seed and the code before the fix.
 
 Every ``Regression`` names a seed that broke an invariant, and a function
-that puts the pre-fix behaviour back (by monkeypatching one function of
-the protocol). The tests replay the seed: with the runtime as it is it must pass, and with
+that puts the pre-fix behaviour back: the old code of one protocol step,
+put in through the steps' one seam (``steps.py``), which names the step and
+checks that the old code still fits it. The tests replay the seed: with the runtime as it is it must pass, and with
 the old behaviour put back it should fail. Any change to the protocol or the
 harness reshuffles what a seed does; when the seed no longer reaches its bug,
 the test looks for another nearby and warns, naming the seed to record.
@@ -19,11 +20,12 @@ from pail import status
 from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
 from pail.errors import ConditionFailedError, DecodeError
 from pail.keys import Keys
-from pail.protocol import cancel, redrive, transitions
+from pail.protocol import transitions
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store, StoredObject
+from tests.simulation import steps
 from tests.simulation.invariants import Kind
 
 
@@ -41,11 +43,11 @@ def _reaper_drops_lease_of_unfinished_claim(monkeypatch: pytest.MonkeyPatch) -> 
     def never_take(self: Reaper, record: LeaseRecord, pending: StoredObject) -> bool:
         return False
 
-    monkeypatch.setattr(Reaper, "_take_claimed_entry", never_take)
+    steps.REAPER_TAKE_CLAIMED_ENTRY.replace(monkeypatch, never_take)
 
 
 def _reaper_finishes_dead_marker_only_for_dying_lease(monkeypatch: pytest.MonkeyPatch) -> None:
-    fixed = Reaper._finish
+    fixed = steps.REAPER_FINISH.current
 
     def finish(
         self: Reaper, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None
@@ -60,18 +62,18 @@ def _reaper_finishes_dead_marker_only_for_dying_lease(monkeypatch: pytest.Monkey
             return
         fixed(self, record, etag, report, raw)
 
-    monkeypatch.setattr(Reaper, "_finish", finish)
+    steps.REAPER_FINISH.replace(monkeypatch, finish)
 
 
 def _claim_trusts_first_attempt_entries(monkeypatch: pytest.MonkeyPatch) -> None:
-    fixed = Claimer._ended
+    fixed = steps.CLAIM_ENDED.current
 
     def ended(self: Claimer, envelope: Envelope, job_id: str) -> bool:
         if envelope.attempts == 0 and not envelope.redriven:
             return False
         return fixed(self, envelope, job_id)
 
-    monkeypatch.setattr(Claimer, "_ended", ended)
+    steps.CLAIM_ENDED.replace(monkeypatch, ended)
 
 
 def _requeue_keeps_any_pending_entry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,7 +99,7 @@ def _requeue_keeps_any_pending_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         delete_if_unchanged(store, keys.run(record.job_id), lease_etag)
         return transitions.Ending.REQUEUED
 
-    monkeypatch.setattr(transitions, "requeue", requeue)
+    steps.REQUEUE.replace(monkeypatch, requeue)
 
 
 def _claim_step_three_trusts_a_missing_entry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,25 +122,23 @@ def _claim_step_three_trusts_a_missing_entry(monkeypatch: pytest.MonkeyPatch) ->
             return False
         return store.head(keys.done(keys.job_id(key))) is None
 
-    monkeypatch.setattr(Claimer, "_take_pending", take_pending)
-    monkeypatch.setattr(Claimer, "_proven", lambda self, lease: True)
+    steps.CLAIM_TAKE_PENDING.replace(monkeypatch, take_pending)
+    steps.CLAIM_PROVE_LEASE.replace(monkeypatch, lambda self, lease: True)
 
 
 def _markers_all_null(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every dead and cancelled marker is the same four bytes, ``null`` (issue 18, defect 0)."""
-    same = lambda token: b"null"  # noqa: E731
-    monkeypatch.setattr(transitions, "marker_body", same)
-    monkeypatch.setattr(cancel, "marker_body", same)
+    steps.MARKER_BYTES.replace(monkeypatch, lambda token: b"null")
 
 
 def _nobody_clears_a_half_done_redrive(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dead marker of an earlier life counts as the job's outcome (defect 4)."""
-    monkeypatch.setattr(redrive, "took_back", lambda *args, **kwargs: False)
+    steps.REDRIVE_TOOK_BACK.replace(monkeypatch, lambda *args, **kwargs: False)
 
 
 def _status_reads_the_entry_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """``status`` reads ``queue/`` before ``done/``: a late retry entry hides the outcome (defect 7)."""
-    fixed = status._read_once
+    fixed = steps.STATUS_READ.current
 
     def read_once(store: Store, keys: Keys, job_id: str) -> status.JobStatus | None:
         entry = store.get(keys.queue(job_id))
@@ -146,12 +146,12 @@ def _status_reads_the_entry_first(monkeypatch: pytest.MonkeyPatch) -> None:
             return status.JobStatus(job_id, status.JobState.PENDING, 0, None, entry.last_modified)
         return fixed(store, keys, job_id)
 
-    monkeypatch.setattr(status, "_read_once", read_once)
+    steps.STATUS_READ.replace(monkeypatch, read_once)
 
 
 def _late_dead_letter_keeps_its_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dead-letter that lands after a redrive took its death back is not cleared."""
-    monkeypatch.setattr(redrive, "later_life", lambda *args, **kwargs: False)
+    steps.REDRIVE_LATER_LIFE.replace(monkeypatch, lambda *args, **kwargs: False)
 
 
 def _reaper_compares_attempts_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,7 +171,7 @@ def _reaper_compares_attempts_only(monkeypatch: pytest.MonkeyPatch) -> None:
             return store.head(pending.key) is None
         return True
 
-    monkeypatch.setattr(Reaper, "_take_claimed_entry", take)
+    steps.REAPER_TAKE_CLAIMED_ENTRY.replace(monkeypatch, take)
 
 
 def _requeue_repeats_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,7 +193,7 @@ def _requeue_repeats_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
                 return True
         return False
 
-    monkeypatch.setattr(transitions, "_ensure_pending", ensure_pending)
+    steps.REQUEUE_ENSURE_PENDING.replace(monkeypatch, ensure_pending)
 
 
 REGRESSIONS = (

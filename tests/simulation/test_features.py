@@ -16,7 +16,9 @@ import pytest
 from pail.errors import PailError
 from pail.keys import Keys
 from pail.protocol import cancel, claim, dedup, delay
+from pail.protocol.lease import Lease
 from pail.store.base import ListPage, Store
+from tests.simulation import steps
 from tests.simulation.features import run_feature_seed
 from tests.simulation.invariants import Kind
 
@@ -60,16 +62,16 @@ def test_given_claims_that_run_cancelled_entries_when_simulated_then_the_ledger_
 ) -> None:
     """The cancellation invariant can fail: put back a claim that ignores the cancelled flag."""
     _stop_cancels_after_commit(monkeypatch)
-    real_try = claim.Claimer._try
+    real_try = steps.CLAIM_TRY.current
 
-    def run_cancelled(self: claim.Claimer, key: str) -> object:
+    def run_cancelled(self: claim.Claimer, key: str) -> Lease | claim.Skip:
         entry = self._store.get(key)
         if entry is not None and b'"cancelled":true' in entry.body:
             body = entry.body.replace(b'"cancelled":true', b'"cancelled":false')
             self._store.put(key, body, if_match=entry.etag, metadata=dict(entry.metadata))
         return real_try(self, key)
 
-    monkeypatch.setattr(claim.Claimer, "_try", run_cancelled)
+    steps.CLAIM_TRY.replace(monkeypatch, run_cancelled)
     kinds: set[Kind] = set()
     for seed in range(SEEDS):
         kinds |= run_feature_seed(seed, chaos=False).kinds()
@@ -88,14 +90,14 @@ def _stop_cancels_after_commit(monkeypatch: pytest.MonkeyPatch) -> None:
 
     It stops in ``cancel_entry``, the steps after the commit point, which claims never call.
     """
-    real_finish = cancel.finish_pending
+    real_finish = steps.CANCEL_FINISH_PENDING.current
 
     def finish(*args: Any, **kwargs: Any) -> bool:
         if sys._getframe(1).f_code is cancel.cancel_entry.__code__:
             raise CancelStoppedError("stopped after marking the entry")
         return real_finish(*args, **kwargs)
 
-    monkeypatch.setattr(cancel, "finish_pending", finish)
+    steps.CANCEL_FINISH_PENDING.replace(monkeypatch, finish)
 
 
 def _sweep(seeds: int) -> tuple[list[str], Counter[str]]:
@@ -125,7 +127,7 @@ def test_given_claims_that_promote_delayed_jobs_early_when_simulated_then_the_le
                 ready.append(promoted)
         return ready, 0
 
-    monkeypatch.setattr(delay, "claimable_keys", eager)
+    steps.CLAIM_READY_KEYS.replace(monkeypatch, eager)
     kinds: set[Kind] = set()
     for seed in range(SEEDS):
         kinds |= run_feature_seed(seed, chaos=False).kinds()

@@ -15,9 +15,10 @@ import os
 import pytest
 
 from pail.errors import DecodeError
-from pail.protocol.claim import MISS, Claimer
+from pail.protocol.claim import MISS
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.store.base import ObjectInfo
+from tests.simulation import steps
 from tests.simulation.harness import run_seed
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import Kind
@@ -54,7 +55,7 @@ def _first_caught() -> int | None:
 def test_given_a_claimer_that_passes_foreign_entries_by_when_simulated_then_it_is_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(Claimer, "_quarantine", lambda self, job_id, pending, exc: MISS)
+    steps.CLAIM_QUARANTINE.replace(monkeypatch, lambda self, job_id, pending, exc: MISS)
 
     assert _first_caught() is not None, "no seed caught a claimer that never quarantines"
 
@@ -62,13 +63,13 @@ def test_given_a_claimer_that_passes_foreign_entries_by_when_simulated_then_it_i
 def test_given_a_reaper_that_stops_at_a_foreign_lease_when_simulated_then_it_is_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    reclaim = Reaper._reclaim
+    reclaim = steps.REAPER_RECLAIM.current
 
     def stops(self: Reaper, item: ObjectInfo, job_id: str, report: ReapReport, age: float) -> None:
         if job_id.startswith("-h"):  # a foreign lease: raise, as the reaper did before the fix
             raise DecodeError(f"{item.key}: the defect-2 reaper stops here")
         reclaim(self, item, job_id, report, age)
 
-    monkeypatch.setattr(Reaper, "_reclaim", stops)
+    steps.REAPER_RECLAIM.replace(monkeypatch, stops)
 
     assert _first_caught() is not None, "no seed caught a reaper that stops at a foreign lease"
