@@ -10,7 +10,7 @@ import boto3
 from pail import JobState, Pail
 from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LocalS3, free_port
 from tests.cli.handlers import explode
-from tests.support.command import Invoke, LineReader, pail_script, process_env, start
+from tests.support.command import Invoke, LineReader, pail_script, process_env, start, stop
 from tests.support.population import HOLDER, Population, populate
 
 
@@ -142,11 +142,7 @@ def test_given_server_with_bucket_when_started_then_a_newcomer_can_enqueue_at_on
         )
         assert [b["Name"] for b in client.list_buckets()["Buckets"]] == ["jobs"]
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stdout is not None and process.stderr is not None
-        process.stdout.close()
-        process.stderr.close()
+        stop(process)
 
 
 def test_given_an_invalid_bucket_name_when_server_then_usage_error(invoke: Invoke) -> None:
@@ -183,8 +179,4 @@ def test_given_dashboard_command_when_started_then_its_link_opens_a_session_and_
         assert overview.status == 200 and "(default)" in overview.read().decode()
         assert refused.status == 403
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stdout is not None and process.stderr is not None
-        process.stdout.close()
-        process.stderr.close()
+        stop(process)

@@ -15,7 +15,7 @@ import pytest
 from pail import JobState, Pail
 from pail.local import LocalS3, free_port
 from tests.cli.handlers import double
-from tests.support.command import LineReader, pail_script, process_env, start
+from tests.support.command import LineReader, pail_script, process_env, start, stop
 
 
 @pytest.fixture
@@ -141,11 +141,7 @@ def test_given_server_command_when_started_then_it_serves_s3_until_terminated(
         assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
         assert pail.status(job_id) is not None
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stdout is not None and process.stderr is not None
-        process.stdout.close()
-        process.stderr.close()
+        stop(process)
 
 
 def test_given_python_m_pail_cli_when_version_then_prints_it(env: dict[str, str]) -> None:

@@ -92,3 +92,12 @@ def start(args: list[str], env: Mapping[str, str], **options: object) -> subproc
         text=True,
         **options,
     )
+
+
+def stop(process: subprocess.Popen[str], timeout: float = 30.0) -> None:
+    """SIGTERM a process ``start`` started, wait for it, and close its pipes."""
+    process.terminate()
+    process.wait(timeout=timeout)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    process.stderr.close()

@@ -1,4 +1,5 @@
-"""The examples in the docstrings of the CLI and demo modules (and the local server's) run as written."""
+"""The examples in the docstrings run as written: the CLI, the demo, the local server, the
+operator's reads and actions, and the tests' own support modules."""
 
 from __future__ import annotations
 
@@ -22,6 +23,17 @@ MODULES = [
     "pail.local",
     "pail.demo.jobs",
     "pail.demo.display",
+    "pail.operate.objects",
+    "pail.operate.snapshot",
+    "pail.operate.jobs",
+    "pail.operate.queues",
+    "pail.operate.purge",
+    "pail.operate.text",
+    "pail.doctor",
+    "pail.dashboard.chart",
+    "pail.dashboard.model",
+    "tests.support.clocks",
+    "tests.support.relay",
 ]
 
 
