@@ -11,10 +11,9 @@ import argparse
 import dataclasses
 import json
 
-from pail import Pail
-from pail.local import ACCESS_KEY, REGION, SECRET_KEY
 from pail.protocol.reaper import Reaper
 from pail.protocol.settle import Policy
+from tests.support.queues import connect_to, local_kwargs
 
 
 def main() -> None:
@@ -25,13 +24,7 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, required=True)
     parser.add_argument("--max-pages", type=int, required=True)
     args = parser.parse_args()
-    queue = Pail.connect(
-        args.bucket,
-        endpoint_url=args.endpoint_url,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        region=REGION,
-    )
+    queue = connect_to(local_kwargs(args.endpoint_url), args.bucket)
     policy = Policy(max_retries=3, visibility_timeout=args.visibility_timeout)
     reaper = Reaper(
         queue.store, queue.keys, policy, page_size=args.page_size, max_pages=args.max_pages

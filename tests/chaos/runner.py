@@ -40,9 +40,10 @@ from pail import Pail
 from pail.codec import decode_result
 from pail.errors import PailError, StorageError
 from pail.keys import DLQ, DONE, QUEUE, RUN
-from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LocalS3
+from pail.local import LocalS3
 from tests.chaos.proxy import FaultProxy
 from tests.servers import make_s3_client
+from tests.support.queues import connect_to, local_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
 TICK = 0.05
@@ -212,12 +213,9 @@ def run_chaos(server: LocalS3, bucket: str, workdir: Path, config: ChaosConfig) 
 
 
 def _connect(bucket: str, endpoint: str, config: ChaosConfig) -> Pail:
-    return Pail.connect(
+    return connect_to(
+        local_kwargs(endpoint),
         bucket,
-        endpoint_url=endpoint,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        region=REGION,
         visibility_timeout=config.visibility_timeout,
         max_retries=config.max_retries,
     )

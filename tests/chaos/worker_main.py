@@ -17,8 +17,7 @@ import random
 import time
 from typing import Any
 
-from pail import Pail
-from pail.local import ACCESS_KEY, REGION, SECRET_KEY
+from tests.support.queues import connect_to, local_kwargs
 
 
 class _Record:
@@ -65,12 +64,9 @@ def main(argv: list[str] | None = None) -> None:
         record.line(f"end {n} {pid}")
         return {"n": n, "by": pid}
 
-    pail = Pail.connect(
+    pail = connect_to(
+        local_kwargs(args.endpoint),
         args.bucket,
-        endpoint_url=args.endpoint,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        region=REGION,
         visibility_timeout=args.visibility_timeout,
         max_retries=args.max_retries,
     )

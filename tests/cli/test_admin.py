@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import boto3
-
 from pail import JobState, Pail
-from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LocalS3, free_port
+from pail.local import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
 from tests.cli.handlers import explode
+from tests.servers import make_s3_client
 from tests.support.command import Invoke, LineReader, pail_script, process_env, start, stop
 from tests.support.population import HOLDER, Population, populate
+from tests.support.queues import local_kwargs
 
 
 def test_given_every_state_when_jobs_running_json_then_holder_and_progress_listed(
@@ -133,13 +133,7 @@ def test_given_server_with_bucket_when_started_then_a_newcomer_can_enqueue_at_on
     try:
         LineReader(process.stdout).wait_for("created bucket s3://jobs")  # type: ignore[arg-type]
         endpoint = f"http://127.0.0.1:{port}"
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            region_name=REGION,
-        )
+        client = make_s3_client(local_kwargs(endpoint))
         assert [b["Name"] for b in client.list_buckets()["Buckets"]] == ["jobs"]
     finally:
         stop(process)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pail import Pail
-from pail.local import LoopbackEndpoint
+from pail.local import ACCESS_KEY, REGION, SECRET_KEY, LoopbackEndpoint
 from pail.store.s3 import S3Store
 from tests.servers import make_s3_client
 from tests.support.counting import RequestCounter
@@ -40,6 +40,20 @@ def connect_to(
     if counter is not None:
         counter.attach(_s3(pail).client)
     return pail
+
+
+def local_kwargs(endpoint_url: str) -> dict[str, str]:
+    """``connect_kwargs()`` for the local server's credentials at ``endpoint_url``.
+
+    The local server itself, or a proxy in front of it; for a test's child
+    process, which has the URL but not the ``LocalS3``.
+    """
+    return {
+        "endpoint_url": endpoint_url,
+        "access_key_id": ACCESS_KEY,
+        "secret_access_key": SECRET_KEY,
+        "region": REGION,
+    }
 
 
 def store_on(

@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from pail import Pail
-from pail.local import ACCESS_KEY, REGION, SECRET_KEY
+from tests.support.queues import connect_to, local_kwargs
 from tests.support.relay import Exchange, Relay, Request
 
 __all__ = ["HOLD_LIMIT", "Action", "Request", "Script", "ScriptedProxy", "connect_through"]
@@ -82,11 +82,4 @@ class ScriptedProxy(Relay):
 
 def connect_through(proxy: ScriptedProxy, bucket: str, **options: Any) -> Pail:
     """A ``Pail`` on the local server's ``bucket`` whose every request goes through ``proxy``."""
-    return Pail.connect(
-        bucket,
-        endpoint_url=proxy.endpoint_url,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        region=REGION,
-        **options,
-    )
+    return connect_to(local_kwargs(proxy.endpoint_url), bucket, **options)
