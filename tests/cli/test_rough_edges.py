@@ -29,8 +29,7 @@ from pail.drain import JobReport, Outcome
 from pail.errors import ConfigurationError
 from pail.local import LocalS3
 from pail.output import Column, Output
-from tests.cli.conftest import Invoke
-from tests.cli.processes import LineReader, pail_script, process_env, start
+from tests.support.command import Invoke, LineReader, pail_script, process_env, start
 
 ID = "01JD8X3W5K9T2B7Q4R6M0N1P2S"
 
