@@ -20,7 +20,6 @@ from pail.errors import ConditionFailedError
 from pail.local import LocalS3
 from pail.protocol.writes import put_conditional
 from pail.store import S3Store
-from pail.store.client import build_client
 from tests.support.hooked_store import HookedStore, SimulatedCrash
 from tests.support.queues import store_on
 from tests.support.waiting import wait_until

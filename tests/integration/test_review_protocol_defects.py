@@ -17,7 +17,6 @@ import pytest
 from pail import JobState, Pail
 from pail.local import LocalS3
 from pail.store import S3Store
-from pail.store.client import build_client
 from tests.integration.test_protocol import VT, Executions, hooked, reap_until, s3store
 from tests.support.hooked_store import HookedStore, SimulatedCrash
 from tests.support.queues import connect_to

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pail import codec
-from pail.protocol import cancel
-from pail.protocol import transitions
+from pail.protocol import cancel, transitions
 from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
 from tests.simulation import steps
