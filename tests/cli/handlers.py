@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from pail import current_job
-
 
 def double(payload: dict[str, Any]) -> dict[str, Any]:
     return {"n": payload["n"] * 2}
-
-
-async def async_whoami(payload: dict[str, Any]) -> dict[str, Any]:
-    """A coroutine handler that reports the job ``pail.current_job()`` says it runs."""
-    await asyncio.sleep(0)
-    job = current_job()
-    assert job is not None, "current_job() is None inside a handler"
-    return {"n": payload["n"], "job": job.message.id, "attempt": job.message.attempt}
 
 
 def explode(payload: dict[str, Any]) -> dict[str, Any]:

@@ -115,7 +115,7 @@ def test_given_an_async_handler_reading_current_job_when_work_once_and_work_then
     invoke: Invoke, pail: Pail, bucket: str
 ) -> None:
     first, second = pail.enqueue({"n": 1}), pail.enqueue({"n": 2})
-    handler = ("--handler", "tests.cli.handlers:async_whoami")
+    handler = ("--handler", "tests.support.handlers:whoami")
 
     once = invoke("work-once", bucket, *handler)
     served = invoke("work", bucket, *handler, "--max-jobs", "1", "--poll-interval", "0.1")

@@ -13,6 +13,7 @@ from pail.ids import new_token
 from pail.local import LocalS3
 from tests.support.counting import RequestCounter
 from tests.support.hooked_store import HookedStore, SimulatedCrash
+from tests.support.waiting import wait_until
 
 
 def _never(payload: object) -> object:
@@ -77,7 +78,7 @@ def test_given_running_job_when_cancelled_then_the_heartbeat_tells_the_handler(
 
     pail.cancel(job_id)
 
-    assert message.lease_lost or _wait_until(lambda: message.lease_lost)
+    wait_until(lambda: message.lease_lost, 10, what="the heartbeat to see the cancellation")
     assert message.cancelled
     assert message.fail("stopped: cancelled") is None  # nothing is written for it
     status = pail.status(job_id)
@@ -149,18 +150,6 @@ def test_given_stale_cancelled_retry_entry_of_a_finished_job_when_claimed_then_i
     assert pail.work_once(_never) is False
     assert pail.result(job_id) == "ok"
     assert pail.stats().pending == 0
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Wait for a background heartbeat to act: a bounded wait on an observable condition."""
-    import threading
-
-    done = threading.Event()
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return True
-        done.wait(0.05)
-    return condition()
 
 
 def test_given_namespaced_queue_when_cancelled_then_other_queue_is_untouched(

@@ -10,7 +10,6 @@ its job from ``current_job()`` and returns it; the result proves both.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,14 +18,7 @@ import pytest
 
 from pail import MemoryStore, Pail, current_job, lambda_worker
 from pail.runner import run
-
-
-async def whoami(payload: dict[str, Any]) -> dict[str, Any]:
-    """A coroutine handler: it awaits, then reports the job ``current_job()`` says it runs."""
-    await asyncio.sleep(0)
-    job = current_job()
-    assert job is not None, "current_job() is None inside a handler"
-    return {"n": payload["n"], "job": job.message.id, "attempt": job.message.attempt}
+from tests.support.handlers import whoami
 
 
 def _work_once(queue: Pail) -> None:
