@@ -42,6 +42,7 @@ CLI_REQUIREMENTS = frozenset({"click", "rich"})
 CLI_ONLY_FILES = (
     "pail/cli/*",
     "pail/demo/*",
+    "pail/runner/__main__.py",
     "pail/output.py",
     "pail/local.py",
 )

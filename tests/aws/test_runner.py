@@ -14,7 +14,8 @@ import pytest
 from pail import ConfigurationError, JobState, MemoryStore, Message, Pail
 from pail.cli.exit_codes import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, exit_code
 from pail.drain import JobReport, ProcessLimits, drain
-from pail.runner import RunSummary, load_handler, main, run
+from pail.runner import RunSummary, load_handler, run
+from pail.runner.__main__ import main
 from tests.aws import job_handlers
 from tests.support.waiting import wait_until
 

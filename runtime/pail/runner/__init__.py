@@ -32,7 +32,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -195,23 +195,3 @@ def run(
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)
     return tally
-
-
-# -- the command ---------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pail.runner work-once|work [options]``: ``pail work-once``/``work`` by another name."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in ("work-once", "work"):
-        print("usage: python -m pail.runner {work-once,work} [options]", file=sys.stderr)
-        return (
-            2  # pail.cli.exit_codes.EXIT_CONFIG, not imported: the CLI is not in the Lambda layer
-        )
-    from pail.cli import run_command
-
-    return run_command(args, prog_name="python -m pail.runner")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
