@@ -15,6 +15,7 @@ import pytest
 
 from pail import JobState, Pail
 from pail.local import LocalS3
+from tests.support.command import kill_all
 from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,10 +52,7 @@ def spawn(runner_env: dict[str, str]) -> Iterator[Callable[..., subprocess.Popen
         return process
 
     yield _spawn
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
+    kill_all(started)
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[int, dict[str, Any] | None, str]:

@@ -22,7 +22,7 @@ import pytest
 from pail import JobState, Pail
 from pail.keys import RUN
 from pail.local import LocalS3
-from tests.support.command import pail_script, process_env, start
+from tests.support.command import kill_all, pail_script, process_env, start
 from tests.support.scripted_proxy import Action, Request, Script, ScriptedProxy
 from tests.support.waiting import wait_until
 
@@ -71,10 +71,7 @@ def spawn(
         return process
 
     yield _spawn
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
+    kill_all(started)
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]:

@@ -17,6 +17,7 @@ import pytest
 
 from pail import JobState, Pail
 from pail.local import LocalS3
+from tests.support.command import kill_all
 from tests.support.waiting import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "original"
@@ -60,9 +61,7 @@ def run(script: str, env: dict[str, str]) -> str:
 def background(env: dict[str, str]) -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
     yield started
-    for process in started:
-        process.kill()
-        process.wait()
+    kill_all(started)
 
 
 def start(

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -101,3 +101,18 @@ def stop(process: subprocess.Popen[str], timeout: float = 30.0) -> None:
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()
     process.stderr.close()
+
+
+def kill_all(processes: Iterable[subprocess.Popen[str]]) -> None:
+    """Kill each process still running, reap it and close its pipes: a fixture's teardown.
+
+    Nothing a test started outlives it, whether the test passed or failed half-way
+    (or already read the process's output to the end itself).
+    """
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
