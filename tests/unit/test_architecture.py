@@ -7,14 +7,12 @@ when it is written, not when the layers have grown into each other.
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import pail
+from tests.support.import_graph import imports
 
 PACKAGE = Path(pail.__file__).parent
 
@@ -31,54 +29,7 @@ AWS_SDK_OUTSIDE_STORE = {"pail.aws.reaper"}
 """The reaper's self-heal invokes the worker Lambda: the one client not for S3."""
 
 
-@dataclass(frozen=True)
-class Import:
-    importer: str
-    target: str
-    line: int
-    top_level: bool
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports() -> Iterator[Import]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        importer = _module_name(path)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = set(map(id, tree.body))
-        for parent in ast.walk(tree):
-            for node in ast.iter_child_nodes(parent):
-                if not isinstance(node, ast.Import | ast.ImportFrom):
-                    continue
-                # Module level, or under `if TYPE_CHECKING:` at module level.
-                top_level = id(node) in top or (parent in tree.body and isinstance(parent, ast.If))
-                for target in _targets(node, importer, path):
-                    yield Import(importer, target, node.lineno, top_level)
-
-
-def _targets(node: ast.Import | ast.ImportFrom, importer: str, path: Path) -> Iterator[str]:
-    if isinstance(node, ast.Import):
-        yield from (alias.name for alias in node.names)
-        return
-    if node.level:
-        base = importer.split(".")
-        if path.name != "__init__.py":
-            base = base[:-1]
-        base = base[: len(base) - (node.level - 1)]
-        module = ".".join([*base, node.module] if node.module else base)
-    else:
-        module = node.module or ""
-    if module == "pail":
-        # `from pail import codec` imports pail.codec, not the facade.
-        yield from (f"pail.{alias.name}" for alias in node.names)
-    else:
-        yield module
-
-
-IMPORTS = list(_imports())
+IMPORTS = list(imports(PACKAGE.parent, "pail"))
 
 
 def _within(module: str, allowed: set[str]) -> bool:
@@ -97,7 +48,9 @@ def _breaches(layer: str, allowed: set[str]) -> list[str]:
 
 def test_the_import_graph_is_read() -> None:
     # A parser that found nothing would pass every rule below.
-    assert any(i.importer == "pail.protocol.claim" and i.target == "pail.store.base" for i in IMPORTS)
+    assert any(
+        i.importer == "pail.protocol.claim" and i.target == "pail.store.base" for i in IMPORTS
+    )
     assert any(i.importer == "pail.aws.reaper" and i.target == "boto3" for i in IMPORTS)
 
 
