@@ -27,12 +27,14 @@ from pail.bounds import (
     validate_visibility_timeout,
 )
 from pail.errors import ConfigurationError
+from pail.keys import MAX_SHARDS, validate_shards
 
 ENV_BUCKET = "PAIL_BUCKET"
 ENV_QUEUE = "PAIL_QUEUE"
 ENV_ENDPOINT_URL = "PAIL_ENDPOINT_URL"
 ENV_VISIBILITY_TIMEOUT = "PAIL_VISIBILITY_TIMEOUT"
 ENV_MAX_RETRIES = "PAIL_MAX_RETRIES"
+ENV_SHARDS = "PAIL_SHARDS"
 ENV_HANDLER = "PAIL_HANDLER"
 ENV_WORKER_FUNCTION = "PAIL_WORKER_FUNCTION"
 ENV_SAFETY_MARGIN = "PAIL_SAFETY_MARGIN_SECONDS"
@@ -199,6 +201,20 @@ def parse_flag(text: str, name: str = "flag") -> bool:
     raise ConfigurationError(f"{name} must be true or false, got {text!r}")
 
 
+def parse_shards(text: str, name: str = ENV_SHARDS) -> int:
+    """``text`` as a shard count: a power of two from 1 to 1024.
+
+    >>> parse_shards("16")
+    16
+    """
+    try:
+        return validate_shards(int(text))
+    except ValueError:
+        raise ConfigurationError(
+            f"{name} must be a power of two from 1 to {MAX_SHARDS}, got {text!r}"
+        ) from None
+
+
 def _parse_endpoint(text: str, name: str) -> str:
     return validate_endpoint_url(text, source=name)
 
@@ -230,6 +246,8 @@ class Settings:
     max_retries: int | None = DEFAULT_MAX_RETRIES
     region: str | None = None
     profile: str | None = None
+    shards: int = 1
+    """How many prefixes the queue's keys spread over (``pail.keys``; ``docs/scaling.md``)."""
 
     @classmethod
     def from_env(
@@ -243,6 +261,7 @@ class Settings:
         max_retries: int | _NotGiven | None = NOT_GIVEN,
         region: str | None = None,
         profile: str | None = None,
+        shards: int | None = None,
     ) -> Settings:
         """Resolve each setting: the argument, then its ``PAIL_*`` variable in ``env`` (default
         ``os.environ``), then the default. ``max_retries=None`` is no ceiling, not "not given".
@@ -278,7 +297,17 @@ class Settings:
             max_retries=validate_max_retries(retries),
             region=region,
             profile=profile,
+            shards=_validated_shards(
+                resolve(shards, ENV_SHARDS, env, default=1, parse=parse_shards)
+            ),
         )
+
+
+def _validated_shards(shards: int) -> int:
+    try:
+        return validate_shards(shards)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.stats import Stats, count_jobs, entries
-from pail.status import JobStatus, read_delayed_status, read_status
+from pail.status import JobStatus, locate, read_delayed_status, read_status
 from pail.store.base import Store
 from pail.store.client import build_client
 from pail.store.s3 import Mode, S3Store, validate_bucket_name
@@ -95,9 +95,10 @@ class Pail:
         clock: Clock | None = None,
         owner: str | None = None,
         retry_policy: RetryPolicy | None = None,
+        shards: int = 1,
     ) -> None:
         try:
-            self._keys = Keys(queue)
+            self._keys = Keys(queue, shards=shards)
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         self._store = store
@@ -128,12 +129,15 @@ class Pail:
         profile: str | None = None,
         client: S3Client | None = None,
         retry_policy: RetryPolicy | None = None,
+        shards: int = 1,
     ) -> Pail:
         """Connect to the queue in ``bucket``. Only this method builds a boto3 client.
 
         Credentials and region follow boto3's usual chain unless given.
         ``queue`` names a namespace, so several queues can share a bucket.
         ``retry_policy`` sets a backoff between attempts (default: none).
+        ``shards`` spreads the queue's keys over that many prefixes (a power
+        of two; 1, the default, is the flat layout): see ``docs/scaling.md``.
         """
         validate_bucket_name(bucket)
         if client is None:
@@ -151,6 +155,7 @@ class Pail:
             visibility_timeout=visibility_timeout,
             max_retries=max_retries,
             retry_policy=retry_policy,
+            shards=shards,
         )
 
     @classmethod
@@ -167,6 +172,7 @@ class Pail:
             queue=settings.queue,
             visibility_timeout=settings.visibility_timeout,
             max_retries=settings.max_retries,
+            shards=settings.shards,
         )
 
     # -- properties ---------------------------------------------------------
@@ -323,7 +329,8 @@ class Pail:
         lease = self._claimer().claim()
         if lease is None:
             return None
-        return Message(self._store, self._keys, lease, self._policy, self._clock, self.write_stats)
+        # The lease's keys: its shard's, where every write about the job goes.
+        return Message(self._store, lease.keys, lease, self._policy, self._clock, self.write_stats)
 
     def work_once(self, handler: Handler, *, job_timeout: float | None = None) -> bool:
         """Process one job with ``handler(payload)``; False if the queue was empty.
@@ -401,7 +408,12 @@ class Pail:
         A handler that returned None has ``{}`` as its result. A dead-lettered
         job has no result (None); see ``status``.
         """
-        obj = self._store.get(self._keys.done(validate_job_id(job_id)))
+        job_id = validate_job_id(job_id)
+        obj = None
+        for layout in self._keys.layouts(job_id):
+            obj = self._store.get(layout.done(job_id))
+            if obj is not None:
+                break
         if obj is None or obj.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
             return None
         return decode_result(obj.body)
@@ -409,7 +421,9 @@ class Pail:
     def result_url(self, job_id: str, expires_in: int = 3600) -> str:
         """A presigned URL to GET the job's result object, valid ``expires_in`` seconds (1 to 604800)."""
         expires_in = validate_expiry(expires_in)
-        return self._store.presign_get(self._keys.done(validate_job_id(job_id)), expires_in)
+        job_id = validate_job_id(job_id)
+        keys = locate(self._store, self._keys, job_id)
+        return self._store.presign_get(keys.done(job_id), expires_in)
 
     def status_urls(self, job_id: str, expires_in: int = 3600) -> dict[str, str]:
         """Presigned GET URLs for every object a job can be, keyed by state.
@@ -420,15 +434,18 @@ class Pail:
         and ``delayed`` while the job waits for its due time (a delayed or
         high-priority job not promoted yet): finding that entry costs one
         LIST of the delayed entries; everything else is presigned locally.
-        ``expires_in`` is 1 to 604800 seconds (7 days, S3's limit).
+        ``expires_in`` is 1 to 604800 seconds (7 days, S3's limit). In a
+        sharded queue that grew, a job of an earlier shard count is found
+        first (a few HEADs, ``pail.status.locate``).
         """
         job_id = validate_job_id(job_id)
         expires_in = validate_expiry(expires_in)
+        layout = locate(self._store, self._keys, job_id)
         keys = {
-            "pending": self._keys.queue(job_id),
-            "running": self._keys.run(job_id),
-            "done": self._keys.done(job_id),
-            "failed": self._keys.dlq(job_id),
+            "pending": layout.queue(job_id),
+            "running": layout.run(job_id),
+            "done": layout.done(job_id),
+            "failed": layout.dlq(job_id),
         }
         waiting = find_delayed(self._store, self._keys, job_id)
         if waiting is not None:
@@ -550,7 +567,8 @@ class Pail:
         return [i for i in ids if self._redrive_one(i, named=False)]
 
     def _redrive_one(self, job_id: str, *, named: bool) -> bool:
-        obj = self._store.get(self._keys.dlq(job_id))
+        keys = locate(self._store, self._keys, job_id)
+        obj = self._store.get(keys.dlq(job_id))
         if obj is None:
             if named and self.status(job_id) is None:
                 raise JobNotFoundError(f"no dead-lettered job {job_id!r}")
@@ -568,7 +586,7 @@ class Pail:
                 ) from None
             log.warning("redrive: passing by dead letter %s: %s", job_id, exc)
             return False
-        outcome = redrive.redrive(self._store, self._keys, job_id, obj, stats=self.write_stats)
+        outcome = redrive.redrive(self._store, keys, job_id, obj, stats=self.write_stats)
         if not outcome.done:
             log.info("job %s not redriven: %s", job_id, outcome.reason)
         return outcome.done

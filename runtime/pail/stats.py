@@ -66,7 +66,7 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
     >>> stats.pending, stats.delayed, stats.oldest_pending is None
     (1, 1, True)
     """
-    done_sizes = {job_id: info.size for job_id, info in entries(store, keys, DONE)}
+    done_infos = {job_id: info for job_id, info in entries(store, keys, DONE)}
     failed = set(_ids(store, keys, DLQ))
     pending = delayed = 0
     oldest: datetime | None = None
@@ -76,7 +76,7 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
             if job_id is None:
                 continue
             parsed = delay.parse(keys, item.key)
-            if (parsed[1] if parsed else job_id) in done_sizes:
+            if (parsed[1] if parsed else job_id) in done_infos:
                 # An entry beside an outcome is a late write that the claim
                 # meeting it drops, not a pending job: done/ wins, as in status.
                 continue
@@ -88,10 +88,10 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
                 oldest = since
     running = sum(1 for _ in _ids(store, keys, RUN))
     done = cancelled = 0
-    for job_id, size in done_sizes.items():
+    for job_id, info in done_infos.items():
         if job_id in failed:
             continue  # a dead-lettered job keeps a marker under done/: it counts as failed
-        if might_be_marker(size) and _is_cancelled(store, keys, job_id):
+        if might_be_marker(info.size) and _is_cancelled(store, info.key):
             cancelled += 1
         else:
             done += 1
@@ -137,6 +137,6 @@ def _ids(store: Store, keys: Keys, state: str) -> Iterator[str]:
         yield job_id
 
 
-def _is_cancelled(store: Store, keys: Keys, job_id: str) -> bool:
-    marker = store.head(keys.done(job_id))
+def _is_cancelled(store: Store, key: str) -> bool:
+    marker = store.head(key)
     return marker is not None and marker.metadata.get(META_OUTCOME) == OUTCOME_CANCELLED

@@ -22,7 +22,7 @@ from pail.codec import (
 )
 from pail.errors import DecodeError, PayloadError
 from pail.ids import ulid_time
-from pail.keys import Keys
+from pail.keys import QUEUE, Keys
 from pail.protocol import delay
 from pail.protocol.redrive import stale_marker
 from pail.store.base import ObjectInfo, Store
@@ -104,12 +104,57 @@ def _count(text: str | None) -> int:
 
 
 def read_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
-    """The job's status, or None if no object of it exists (never enqueued, or expired)."""
-    for _ in range(_ROUNDS):
-        found = _read_once(store, keys, job_id)
+    """The job's status, or None if no object of it exists (never enqueued, or expired).
+
+    In a sharded queue, each shard the job may live in (``Keys.layouts``),
+    most likely first: a job stays in the shard it was enqueued in.
+    """
+    for layout in keys.layouts(job_id):
+        for _ in range(_ROUNDS):
+            found = _read_once(store, layout, job_id)
+            if found is not None:
+                return found
+    return None
+
+
+def find_object(store: Store, keys: Keys, job_id: str, state: str) -> ObjectInfo | None:
+    """``job_id``'s object under ``state`` (a HEAD per shard it may live in), or None.
+
+    >>> from pail import Pail, MemoryStore
+    >>> from pail.keys import QUEUE
+    >>> queue = Pail(MemoryStore("jobs"), shards=4)
+    >>> find_object(queue.store, queue.keys, queue.enqueue({}), QUEUE).key.startswith("queue/")
+    True
+    """
+    for layout in keys.layouts(job_id):
+        found = store.head(f"{layout.job_prefix(state, job_id)}{job_id}")
         if found is not None:
             return found
     return None
+
+
+def locate(store: Store, keys: Keys, job_id: str) -> Keys:
+    """The pinned keys of the shard ``job_id`` lives in; its shard under the current count if none.
+
+    No request for a queue of one shard, nor for a job of the current
+    count's shard that is done (the usual case). ``Keys.layouts`` has the order.
+    """
+    layouts = keys.layouts(job_id)
+    if len(layouts) == 1:
+        return layouts[0]
+    for layout in layouts:
+        if any(
+            store.head(key) is not None
+            for key in (
+                layout.done(job_id),
+                layout.queue(job_id),
+                layout.run(job_id),
+                layout.dlq(job_id),
+            )
+        ):
+            return layout
+    found = delay.find(store, keys, job_id)
+    return keys.of_key(found.key, QUEUE) if found is not None else layouts[0]
 
 
 def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:

@@ -50,17 +50,21 @@ def _reaper_finishes_dead_marker_only_for_dying_lease(monkeypatch: pytest.Monkey
     fixed = steps.REAPER_FINISH.current
 
     def finish(
-        self: Reaper, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None
+        self: Reaper,
+        record: LeaseRecord,
+        etag: str,
+        report: ReapReport,
+        raw: str | None,
+        keys: Keys,
     ) -> None:
         store: Store = self._store
-        keys: Keys = self._keys
         done = store.head(keys.done(record.job_id))
         dead = done is not None and done.metadata.get(META_OUTCOME) == OUTCOME_DEAD
         if dead and record.state != DYING:
             delete_if_unchanged(store, keys.run(record.job_id), etag)
             report.cleaned += 1
             return
-        fixed(self, record, etag, report, raw)
+        fixed(self, record, etag, report, raw, keys)
 
     steps.REAPER_FINISH.replace(monkeypatch, finish)
 

@@ -15,6 +15,7 @@ import os
 import pytest
 
 from pail.errors import DecodeError
+from pail.keys import Keys
 from pail.protocol.claim import MISS
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.store.base import ObjectInfo
@@ -65,10 +66,12 @@ def test_given_a_reaper_that_stops_at_a_foreign_lease_when_simulated_then_it_is_
 ) -> None:
     reclaim = steps.REAPER_RECLAIM.current
 
-    def stops(self: Reaper, item: ObjectInfo, job_id: str, report: ReapReport, age: float) -> None:
+    def stops(
+        self: Reaper, item: ObjectInfo, job_id: str, report: ReapReport, age: float, keys: Keys
+    ) -> None:
         if job_id.startswith("-h"):  # a foreign lease: raise, as the reaper did before the fix
             raise DecodeError(f"{item.key}: the defect-2 reaper stops here")
-        reclaim(self, item, job_id, report, age)
+        reclaim(self, item, job_id, report, age, keys)
 
     steps.REAPER_RECLAIM.replace(monkeypatch, stops)
 

@@ -25,10 +25,12 @@ from pail.config import (
     ENV_ENDPOINT_URL,
     ENV_MAX_RETRIES,
     ENV_QUEUE,
+    ENV_SHARDS,
     ENV_VISIBILITY_TIMEOUT,
     NOT_GIVEN,
     Settings,
     parse_max_retries,
+    parse_shards,
 )
 from pail.errors import ConfigurationError
 from pail.ids import validate_job_id
@@ -47,6 +49,7 @@ class Options:
     queue: str | None = None
     visibility_timeout: float | None = None
     max_retries: str | None = None
+    shards: str | None = None
     json: bool = False
     debug: bool = False
 
@@ -66,6 +69,7 @@ class Options:
             ),
             region=self.region,
             profile=self.profile,
+            shards=None if self.shards is None else parse_shards(self.shards, "--shards"),
         )
 
     def connect(self, bucket: str) -> Pail:
@@ -118,6 +122,11 @@ def global_options[F: Callable[..., Any]](func: F) -> F:
             "--max-retries",
             metavar="N|none",
             help=f"Retries before a job is dead-lettered [env {ENV_MAX_RETRIES}; default 3].",
+        ),
+        _option(
+            "--shards",
+            metavar="N",
+            help=f"Shard prefixes the queue's keys spread over, a power of two [env {ENV_SHARDS}; default 1].",
         ),
         _option("--json", "json", is_flag=True, help="Print JSON for scripts."),
         _option("--debug", is_flag=True, help="Show tracebacks and boto3 details on errors."),

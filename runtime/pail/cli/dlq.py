@@ -21,6 +21,7 @@ from pail.errors import DecodeError
 from pail.ids import ulid_time, validate_job_id
 from pail.output import Column, Output, compact, when
 from pail.queue import Pail
+from pail.status import locate
 
 
 def letter_json(letter: DeadLetter) -> dict[str, Any]:
@@ -42,7 +43,8 @@ def read_letter(pail: Pail, job_id: str) -> DeadLetter:
     A ``dlq/`` object that is not a dead letter shows as a quarantined one:
     its raw bytes, and why it could not be read.
     """
-    obj = pail.store.get(pail.keys.dlq(validate_job_id(job_id)))
+    job_id = validate_job_id(job_id)
+    obj = pail.store.get(locate(pail.store, pail.keys, job_id).dlq(job_id))
     if obj is None:
         raise CommandError(
             f"no dead-lettered job {job_id} in s3://{pail.bucket}/{pail.keys.root}",

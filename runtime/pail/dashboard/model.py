@@ -25,7 +25,7 @@ from pail.operate.objects import JobKind, Reader
 from pail.operate.queues import QueueList, list_queues
 from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
 from pail.queue import Pail
-from pail.status import JobStatus
+from pail.status import JobStatus, locate
 from pail.store.base import Store
 
 DEFAULT_INTERVAL = 10.0
@@ -146,8 +146,9 @@ class Dashboard:
         by the server's clock, as everything else here is.
         """
         keys = self.pail(namespace).keys
-        page = self.store.list(keys.run(job_id), max_keys=1)
-        info = next((item for item in page.items if item.key == keys.run(job_id)), None)
+        key = locate(self.store, keys, job_id).run(job_id)
+        page = self.store.list(key, max_keys=1)
+        info = next((item for item in page.items if item.key == key), None)
         if info is None:
             return None
         detail = self.reader.detail(keys, info, RUN)

@@ -18,6 +18,7 @@ from typing import Any
 from pail.errors import ConditionFailedError, JobNotFoundError
 from pail.keys import DLQ, Keys
 from pail.operate.objects import JobDetail, decode_detail
+from pail.status import find_object
 from pail.store.base import Store
 
 
@@ -47,7 +48,11 @@ class Letter:
 
 def read_letter(store: Store, keys: Keys, job_id: str) -> Letter | None:
     """The dead letter of ``job_id`` (one GET), readable or not; None if there is none."""
-    obj = store.get(keys.dlq(job_id))
+    obj = None
+    for layout in keys.layouts(job_id):  # each shard it may live in, in a sharded queue
+        obj = store.get(layout.dlq(job_id))
+        if obj is not None:
+            break
     if obj is None:
         return None
     detail = decode_detail(DLQ, obj.body, job_id)
@@ -61,7 +66,8 @@ def delete_dead_letter(store: Store, keys: Keys, job_id: str, *, etag: str | Non
     look again before deleting. Raises ``JobNotFoundError`` if there is none.
     Costs 1 DELETE with ``etag``, else a HEAD and a DELETE.
     """
-    key = keys.dlq(job_id)
+    found = find_object(store, keys, job_id, DLQ) if keys.sharded else None
+    key = found.key if found is not None else keys.dlq(job_id)
     if etag is None:
         current = store.head(key)
         if current is None:

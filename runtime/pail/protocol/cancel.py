@@ -49,7 +49,19 @@ def cancel(store: Store, keys: Keys, job_id: str, *, stats: WriteStats | None = 
 
     False if the job had already ended otherwise (succeeded or dead-lettered).
     Raises ``JobNotFoundError`` if no object of the job exists.
+
+    In a sharded queue, each shard the job may live in (``Keys.layouts``), in turn.
     """
+    layouts = keys.layouts(job_id)
+    for layout in layouts[:-1]:
+        try:
+            return _cancel_in(store, layout, job_id, stats)
+        except JobNotFoundError:
+            continue
+    return _cancel_in(store, layouts[-1], job_id, stats)
+
+
+def _cancel_in(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) -> bool:
     for _ in range(ROUNDS):
         pending = store.get(keys.queue(job_id))
         if pending is not None:

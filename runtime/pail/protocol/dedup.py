@@ -127,10 +127,16 @@ _EXISTS_ROUNDS = 3
 
 def job_exists(store: Store, keys: Keys, job_id: str) -> bool:
     """Whether any object of the job exists; one HEAD while it is pending (cheaper than status)."""
-    for _ in range(_EXISTS_ROUNDS):
-        for key in (keys.queue(job_id), keys.run(job_id), keys.done(job_id), keys.dlq(job_id)):
-            if store.head(key) is not None:
-                return True
+    for layout in keys.layouts(job_id):  # each shard it may live in, in a sharded queue
+        for _ in range(_EXISTS_ROUNDS):
+            for key in (
+                layout.queue(job_id),
+                layout.run(job_id),
+                layout.done(job_id),
+                layout.dlq(job_id),
+            ):
+                if store.head(key) is not None:
+                    return True
     return False
 
 

@@ -137,12 +137,13 @@ def delayed_key(keys: Keys, due: datetime, job_id: str) -> str:
     'queue/!1767225600000-01J0000000000000000000000A'
     """
     millis = int(due.timestamp() * 1000)
-    return f"{keys.prefix(QUEUE)}{MARK}{millis:0{WIDTH}d}-{job_id}"
+    return f"{keys.job_prefix(QUEUE, job_id)}{MARK}{millis:0{WIDTH}d}-{job_id}"
 
 
 def parse(keys: Keys, key: str) -> tuple[int, str] | None:
     """``(due_ms, job_id)`` of a delayed entry's key, or None for any other key."""
-    rest = key.removeprefix(keys.prefix(QUEUE))
+    parts = keys.split(key, QUEUE)
+    rest = parts[1] if parts is not None else key
     if not rest.startswith(MARK):
         return None
     millis, _, job_id = rest[1:].partition("-")
@@ -216,15 +217,23 @@ def promote(
 
 
 def find(store: Store, keys: Keys, job_id: str) -> ObjectInfo | None:
-    """The delayed entry of ``job_id``, by listing the delayed keys (a bounded number of pages)."""
-    prefix, suffix = keys.prefix(QUEUE) + MARK, f"-{job_id}"
-    page: ListPage | None = None
-    for page in pages(store, prefix, max_pages=MAX_LOOKUP_PAGES):
-        for item in page.items:
-            if item.key.endswith(suffix):
-                return item
-    if page is not None and page.next_token is not None:
-        log.warning(
-            "job %s: not found among the first %d pages of delayed jobs", job_id, MAX_LOOKUP_PAGES
-        )
+    """The delayed entry of ``job_id``, by listing the delayed keys (a bounded number of pages).
+
+    In a sharded queue, the delayed keys of each shard the job may live in
+    (``Keys.layouts``), most likely first.
+    """
+    suffix = f"-{job_id}"
+    for layout in keys.layouts(job_id):
+        prefix = layout.job_prefix(QUEUE, job_id) + MARK
+        page: ListPage | None = None
+        for page in pages(store, prefix, max_pages=MAX_LOOKUP_PAGES):
+            for item in page.items:
+                if item.key.endswith(suffix):
+                    return item
+        if page is not None and page.next_token is not None:
+            log.warning(
+                "job %s: not found among the first %d pages of delayed jobs",
+                job_id,
+                MAX_LOOKUP_PAGES,
+            )
     return None

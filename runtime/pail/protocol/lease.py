@@ -56,6 +56,11 @@ class Lease:
         return self._record.job_id
 
     @property
+    def keys(self) -> Keys:
+        """The keys of the shard this job lives in: every write about it goes there."""
+        return self._keys
+
+    @property
     def key(self) -> str:
         return self._keys.run(self._record.job_id)
 

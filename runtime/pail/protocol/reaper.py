@@ -162,7 +162,8 @@ class Reaper:
             age = (page.server_time - item.last_modified).total_seconds()
             if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
                 report.expired += 1
-                self._reclaim(item, job_id, report, age)
+                # A sharded queue's run/ holds every shard: act in this lease's own.
+                self._reclaim(item, job_id, report, age, self._keys.of_key(item.key, RUN))
 
     def _list(self, position: Position, start: Position) -> ListPage:
         prefix = self._keys.prefix(RUN)
@@ -192,7 +193,9 @@ class Reaper:
         report.skipped += 1
         log.warning("reaper: %s names no job (nested key); left alone", item.key)
 
-    def _reclaim(self, item: ObjectInfo, job_id: str, report: ReapReport, age: float) -> None:
+    def _reclaim(
+        self, item: ObjectInfo, job_id: str, report: ReapReport, age: float, keys: Keys
+    ) -> None:
         current = self._store.get(item.key)
         if current is None or current.etag != item.etag:
             report.renewed += 1
@@ -234,13 +237,15 @@ class Reaper:
         if won is None:
             report.renewed += 1
             return
-        self._finish(fenced, won.etag, report, raw)
+        self._finish(fenced, won.etag, report, raw, keys)
 
-    def _finish(self, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None) -> None:
+    def _finish(
+        self, record: LeaseRecord, etag: str, report: ReapReport, raw: str | None, keys: Keys
+    ) -> None:
         job_id = record.job_id
         raw = raw if raw is not None else record.raw  # a claimer's quarantine, left half-done
-        done = self._store.head(self._keys.done(job_id))
-        if redrive.took_back(self._store, self._keys, job_id, record.redriven, done):
+        done = self._store.head(keys.done(job_id))
+        if redrive.took_back(self._store, keys, job_id, record.redriven, done):
             done = None  # a piece of the death this life's redrive took back, now removed
         if done is not None:
             if done.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
@@ -249,24 +254,24 @@ class Reaper:
                 # before the dlq/ record: finish it either way.
                 error = record.error if record.state == DYING else _expired(record, final=True)
                 transitions.dead_letter(
-                    self._store, self._keys, record, etag, error=error, raw=raw, stats=self._stats
+                    self._store, keys, record, etag, error=error, raw=raw, stats=self._stats
                 )
             else:
-                delete_if_unchanged(self._store, self._keys.run(job_id), etag)
+                delete_if_unchanged(self._store, keys.run(job_id), etag)
             report.cleaned += 1
             return
-        pending = self._store.get(self._keys.queue(job_id))
+        pending = self._store.get(keys.queue(job_id))
         if pending is not None and not self._take_claimed_entry(record, pending):
             # A retry was written before its lease was dropped: the job is pending already.
             if raw is not None:
                 log.warning("reaper: dropping foreign lease of pending job %s: %.200s", job_id, raw)
-            delete_if_unchanged(self._store, self._keys.run(job_id), etag)
+            delete_if_unchanged(self._store, keys.run(job_id), etag)
             report.cleaned += 1
             return
         if record.state == DYING or self._policy.exhausted(record.attempts_used):
             error = record.error if record.state == DYING else _expired(record, final=True)
             ending = transitions.dead_letter(
-                self._store, self._keys, record, etag, error=error, raw=raw, stats=self._stats
+                self._store, keys, record, etag, error=error, raw=raw, stats=self._stats
             )
             if ending is transitions.Ending.DEAD_LETTERED and raw is not None:
                 report.quarantined += 1
@@ -281,7 +286,7 @@ class Reaper:
         error = record.error if record.state == RETRYING else _expired(record, final=False)
         transitions.requeue(
             self._store,
-            self._keys,
+            keys,
             record,
             etag,
             attempts=record.attempts_used,
