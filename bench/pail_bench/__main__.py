@@ -90,6 +90,18 @@ def report(results: dict[str, Any], out: Path) -> dict[str, str]:
         results["summary_partitions"] = report_partitions.summary(results)
         parts["partitions"] = report_partitions.markdown(results)
         plot_partitions(results, out / "partitions.png")
+    if "shards" in results:
+        results["summary_shards"] = report_partitions.shard_summary(results)
+        rows = results["summary_shards"]
+        parts["shards"] = (
+            report_partitions.markdown(results, "shards")
+            + "\n"
+            + "\n".join(
+                f"- {r['name']}: **{r['value']}** ({r['check']}){'' if r['met'] else ' — not met'}"
+                for r in rows
+            )
+            + "\n"
+        )
     if "claim_path" in results:
         results["summary_costs"] = [
             {"name": name, "per_million_jobs": values} for name, values in costs.table(results)
@@ -168,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             ("table", DOC),
             ("per-job", DOC),
             ("partitions", SCALING_DOC),
+            ("shards", SCALING_DOC),
             ("costs", SCALING_DOC),
         )
         for marker, doc in docs:

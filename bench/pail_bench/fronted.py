@@ -150,6 +150,32 @@ def partition_layouts(plan: PartitionPlan) -> list[tuple[Layout, list[int], floa
     return runs
 
 
+SHARD_PARTITIONS = r"regex:^(?:[a-z0-9_-]+/)?(?:queue|run|done|dlq)/(\d+)/"
+"""One partition per shard (``{state}/{shard}/``), whatever the state; the flat keys share one."""
+
+
+def shard_layouts(plan: PartitionPlan) -> list[tuple[Layout, list[int], float]]:
+    """The ``shards`` section: each shard count at the same per-partition limit.
+
+    Each shard is its own partition from the start: S3's state once it has
+    split a sharded queue along its shard prefixes (``docs/scaling.md``).
+    One shard is the flat layout in one partition, as in ``partition_layouts``.
+    """
+    runs: list[tuple[Layout, list[int], float]] = []
+    for count in plan.shard_counts:
+        if count == 1:
+            layout = Layout("1 shard", scale=plan.scale)
+        else:
+            layout = Layout(
+                f"{count} shards",
+                scale=plan.scale,
+                function=SHARD_PARTITIONS,
+                connect={"shards": count},
+            )
+        runs.append((layout, plan.shard_workers, plan.shard_window_seconds))
+    return runs
+
+
 def partition_section(
     runner: Driver,
     plan: PartitionPlan,

@@ -46,6 +46,11 @@ class PartitionPlan:
     split_window_seconds: float = 0.0
     split_sustain_seconds: int = 10
     min_backlog: int = 32
+    shard_counts: list[int] = field(default_factory=list)
+    """Shard counts the ``shards`` section measures, each shard its own partition (1: one prefix)."""
+    shard_workers: list[int] = field(default_factory=list)
+    """Worker counts measured for each shard count."""
+    shard_window_seconds: float = 0.0
 
     def backlog(self, workers: int) -> int:
         """Jobs kept waiting: enough that racing workers rarely pick a job another just took."""
@@ -141,6 +146,9 @@ FULL = Plan(
         split_workers=16,
         split_window_seconds=100,
         split_sustain_seconds=10,
+        shard_counts=[1, 4, 16],
+        shard_workers=[4, 16, 32],
+        shard_window_seconds=30,
     ),
 )
 
@@ -173,5 +181,8 @@ QUICK = Plan(
         window_seconds=2,
         ceiling_window_seconds=0,
         min_backlog=8,
+        shard_counts=[1, 4],
+        shard_workers=[2],
+        shard_window_seconds=2,
     ),
 )

@@ -162,9 +162,52 @@ def _rate(run: dict[str, Any], start: float, end: float) -> float:
     return sum(window) / len(window)
 
 
-def markdown(results: dict[str, Any]) -> str:
-    """The section's tables."""
-    section = results["partitions"]
+def shard_summary(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``shards`` section's headline: best jobs/s per shard count, and 16 (or most) against 1.
+
+    >>> run = {"jobs_per_second": 1.0, "duplicates": 0, "audit": {"lost": 0}, "workers": 4}
+    >>> layouts = [{"layout": {"name": n, "connect": {"shards": s}}, "runs": [dict(run, jobs_per_second=j)]}
+    ...            for n, s, j in (("1 shard", 1, 0.7), ("16 shards", 16, 7.0))]
+    >>> [row["value"] for row in shard_summary({"shards": {"plan": {"scale": 1000}, "layouts": layouts}})]
+    [0.7, 7.0, 10.0]
+    """
+    section = results["shards"]
+    book = textbook(section)
+    best: dict[int, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for layout in section["layouts"]:
+        count = int(layout["layout"].get("connect", {}).get("shards", 1))
+        runs = layout["runs"]
+        top = max(runs, key=lambda r: r["jobs_per_second"])
+        best[count] = top
+        dups = sum(r["duplicates"] for r in runs)
+        lost = sum(r["audit"]["lost"] for r in runs)
+        rows.append(
+            {
+                "name": f"{count} shard(s): best jobs/s ({top['workers']} workers)",
+                "value": top["jobs_per_second"],
+                "check": f"{count * book:.2f} by the arithmetic ({count} x {book:.2f}); "
+                f"{dups} duplicates, {lost} lost over {len(runs)} runs",
+                "met": dups == 0 and lost == 0,
+            }
+        )
+    if 1 in best and len(best) > 1:
+        most = max(best)
+        ratio = best[most]["jobs_per_second"] / max(best[1]["jobs_per_second"], 1e-9)
+        rows.append(
+            {
+                "name": f"{most} shards ÷ 1 shard, best jobs/s",
+                "value": round(ratio, 2),
+                "check": f"target >= {most / 2:g}x",
+                "met": ratio >= most / 2,
+            }
+        )
+    return rows
+
+
+def markdown(results: dict[str, Any], name: str = "partitions") -> str:
+    """The section's tables (``name``: ``partitions``, or ``shards``)."""
+    section = results[name]
     plan = section["plan"]
     scale = plan["scale"]
     w, r = 3500 / scale, 5500 / scale

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import boto3
 
-from pail_bench.fronted import git_state, partition_section, per_job_section
+from pail_bench.fronted import git_state, partition_section, per_job_section, shard_layouts
 from pail_bench.original import Original
 from pail_bench.plans import Plan
 
@@ -148,6 +148,7 @@ SECTIONS = (
     "latency",
     "per_job",
     "partitions",
+    "shards",
     "second_server",
 )
 """Every section of a run, in the order it runs; ``--only`` picks some."""
@@ -235,6 +236,15 @@ def run_plan(
             log("==> jobs/s through the partition model")
             results["partitions"] = partition_section(
                 runner, plan.partitions, server.endpoint_url, log
+            )
+        if want("shards") and plan.partitions.shard_counts:
+            log("==> jobs/s against shards, each shard its own partition")
+            results["shards"] = partition_section(
+                runner,
+                plan.partitions,
+                server.endpoint_url,
+                log,
+                layouts=shard_layouts(plan.partitions),
             )
     if want("second_server"):
         results["second_server"] = _second_server(plan, original, log, second_server)
