@@ -192,3 +192,21 @@ def test_pinned_keys_parse_only_their_shard(monkeypatch: Any) -> None:
     flat = keys.sources()[0]
     assert flat.entry_id("queue/3/abc", QUEUE) is None
     assert keys.of_key("run/2/abc", RUN).done("abc") == "done/2/abc"
+
+
+def test_purge_and_dead_letters_sum_every_shard_and_layout() -> None:
+    store = MemoryStore("jobs")
+    one, four = Pail(store), Pail(store, shards=4, max_retries=0)
+    jobs = [one.enqueue({"n": str(i)}) for i in range(10)]
+    jobs += [four.enqueue({"n": str(i)}) for i in range(10, 20)]
+    report = four.purge()
+    assert sorted(report.cancelled) == sorted(jobs)
+    assert four.stats().pending == 0 and four.stats().cancelled == 20
+    failing = [one.enqueue({"n": "f1"}), four.enqueue({"n": "f4"})]
+    for _ in range(4 * len(four.keys.sources())):
+        message = four.claim()
+        if message is not None:
+            message.fail(RuntimeError("boom"))
+    assert sorted(letter.job_id for letter in four.dead_letters()) == sorted(failing)
+    assert sorted(four.redrive(all=True)) == sorted(failing)
+    assert four.stats().pending == 2

@@ -74,7 +74,9 @@ def purge(
             if job_id is None:
                 report.foreign.append(info.key)
                 continue
-            if _purge_one(store, keys, job_id, info.key, info.etag, stats):
+            # In a sharded queue, the keys of the shard the entry is in.
+            here = keys.of_key(info.key, QUEUE)
+            if _purge_one(store, here, job_id, info.key, info.etag, stats):
                 report.cancelled.append(job_id)
             else:
                 report.skipped.append(job_id)
