@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from pail.codec import ErrorInfo
 from pail.drain import Polling
 from pail.errors import JobNotFoundError, LeaseLostError, PailError, StorageError
+from pail.keys import Keys
 from pail.protocol import settle
 from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
@@ -39,6 +40,10 @@ def sim_job_id(index: int) -> str:
     return f"{index:026d}"
 
 
+ROLLOUT_CHANCE = 0.2
+"""Per claim, the chance that a worker still on the old shard count takes the grown one."""
+
+
 def producer(world: World, process: Process) -> None:
     """A user's producer: ``Pail.enqueue`` each job; on an error, enqueue it again (a new id).
 
@@ -47,13 +52,29 @@ def producer(world: World, process: Process) -> None:
     job must end like any other.
     """
     config = world.config
-    pail = Pail(
+    pail = grown = Pail(
         world.store,
         visibility_timeout=config.visibility_timeout,
         max_retries=config.max_retries,
         clock=world.clock(process),
+        shards=config.grown_shards,
     )
+    if config.shards != config.grown_shards:
+        pail = Pail(
+            world.store,
+            visibility_timeout=config.visibility_timeout,
+            max_retries=config.max_retries,
+            clock=world.clock(process),
+            shards=config.shards,
+        )
     for index in range(config.jobs):
+        if index == config.jobs // 2 and pail is not grown:
+            # The shard count grows with jobs in flight: the rest go to the new layout.
+            world.counts["shard_growths"] += 1
+            world.ledger.note(f"queue grows from {config.shards} to {config.grown_shards} shards")
+            grown.write_stats = pail.write_stats
+            pail = grown
+            world.grown = True
         world.scheduler.sleep(world.rng.uniform(0, config.enqueue_window))
         while True:
             try:
@@ -72,19 +93,29 @@ def worker(world: World, process: Process) -> None:
     """``Pail.work``: claim, run, settle, forever; idle polling backs off."""
     config = world.config
     clock = world.scheduler.clock(process)
-    claimer = Claimer(
-        world.store,
-        world.keys,
-        visibility_timeout=config.visibility_timeout,
-        clock=clock,
-        owner=process.name,
-        stats=world.stats,
-        rng=random.Random(world.rng.getrandbits(32)),
-        page_size=config.page_size,
-    )
+
+    def claimer_for(keys: Keys) -> Claimer:
+        return Claimer(
+            world.store,
+            keys,
+            visibility_timeout=config.visibility_timeout,
+            clock=clock,
+            owner=process.name,
+            stats=world.stats,
+            rng=random.Random(world.rng.getrandbits(32)),
+            page_size=config.page_size,
+        )
+
+    keys = world.worker_keys()
+    claimer = claimer_for(keys)
     polling = Polling(POLL_FLOOR, POLL_CEILING)
     wait: float | None = None
     while True:
+        if keys is not world.keys and world.grown and world.rng.random() < ROLLOUT_CHANCE:
+            # The rollout of the grown shard count reaches this worker.
+            keys = world.keys
+            claimer = claimer_for(keys)
+            world.counts["shard_rollouts"] += 1
         claim_started = world.scheduler.now
         try:
             with world.phase("claim"):
@@ -185,16 +216,16 @@ def _settle(
     record, policy = lease.record, world.policy
     if raises:
         error = ErrorInfo("SimulatedError", f"attempt {record.attempt} failed")
-        ending = settle.fail(world.store, world.keys, lease, error, policy, world.stats)
+        ending = settle.fail(world.store, lease.keys, lease, error, policy, world.stats)
         execution.recorded = True
         world.ledger.note(f"job {lease.job_id} failed: {ending}")
     elif lease.lost:
         lost = ErrorInfo("LeaseLostError", "the lease was lost while the handler ran")
-        settle.fail(world.store, world.keys, lease, lost, policy, world.stats)
+        settle.fail(world.store, lease.keys, lease, lost, policy, world.stats)
         execution.recorded = False
     else:
         result = {"job": lease.job_id, "attempt": record.attempt, "by": process.name}
-        won = settle.complete(world.store, world.keys, lease, result, policy, world.stats)
+        won = settle.complete(world.store, lease.keys, lease, result, policy, world.stats)
         execution.recorded = won
         world.ledger.note(f"job {lease.job_id} completed: {'recorded' if won else 'dropped'}")
 
@@ -235,7 +266,10 @@ def redriver(world: World, process: Process) -> None:
     """
     config = world.config
     pail = Pail(
-        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+        world.store,
+        visibility_timeout=config.visibility_timeout,
+        max_retries=config.max_retries,
+        shards=config.grown_shards,
     )
     while world.chaos_on:
         world.scheduler.sleep(world.rng.uniform(0.05, config.visibility_timeout))
@@ -271,7 +305,10 @@ def canceller(world: World, process: Process) -> None:
     """
     config = world.config
     pail = Pail(
-        world.store, visibility_timeout=config.visibility_timeout, max_retries=config.max_retries
+        world.store,
+        visibility_timeout=config.visibility_timeout,
+        max_retries=config.max_retries,
+        shards=config.grown_shards,
     )
     targets = {job_id for job_id in world.ledger.jobs if world.rng.random() < config.cancel_share}
     while world.chaos_on:

@@ -131,6 +131,11 @@ class SimConfig:
     """Further aimed faults (a schedule's second pause); the sweep draws one aim per seed."""
     redrive_budget: int = 0
     cancel_share: float = 0.0
+    shards: int = 1
+    """The shard count the run starts with (its producer's first half of jobs, some workers)."""
+    grown_shards: int = 1
+    """The count the queue grows to mid-run: the producer's second half, the other workers,
+    the reapers and the operators (a rollout in progress: both counts at once)."""
 
     @classmethod
     def for_seed(cls, seed: int, *, chaos: bool = True) -> SimConfig:
@@ -269,7 +274,11 @@ class World:
             faults=config.faults,
             latency=config.latency,
         )
-        self.keys = Keys()
+        self.keys = Keys(shards=config.grown_shards)
+        self.old_keys = Keys(shards=config.shards)
+        self._workers_started = 0
+        self.grown = config.shards == config.grown_shards
+        """True once the producer writes under the grown count."""
         self.policy = Policy(config.max_retries, config.visibility_timeout)
         self.stats = WriteStats()
         self.counts: Counter[str] = Counter()
@@ -291,6 +300,18 @@ class World:
         self.scheduler.on_error = self.ledger_actor_died
 
     # -- the store's observer ---------------------------------------------
+
+    def worker_keys(self) -> Keys:
+        """The keys a starting worker claims with: a rollout of the grown count in progress.
+
+        The first worker has the grown count, so some worker lists every
+        shard; another started before the queue grew has the count it
+        started with (not rolled out yet); one (re)started after, the grown one.
+        """
+        self._workers_started += 1
+        if self._workers_started == 1 or self.grown:
+            return self.keys
+        return self.old_keys
 
     def mutated(
         self, key: str, before: StoredObject | None, after: StoredObject | None, actor: Actor | None
@@ -554,6 +575,16 @@ def model_named(name: str) -> Model:
     raise ValueError(f"unknown model {name!r}: use 'pail' or 'original'")
 
 
+def sharded_config(config: SimConfig) -> SimConfig:
+    """``config`` on a sharded queue that grows mid-run: 2 or 4 shards, then 1x, 2x or 4x that.
+
+    Drawn from its own generator, so the rest of the seed's run is unchanged.
+    """
+    rng = random.Random(f"shards-{config.seed}")
+    shards = rng.choice([2, 4])
+    return replace(config, shards=shards, grown_shards=shards * rng.choice([1, 2, 4]))
+
+
 def run_seed(
     seed: int,
     model: Model = PAIL,
@@ -561,6 +592,7 @@ def run_seed(
     chaos: bool = True,
     full_trace: bool = False,
     hostile: bool = False,
+    sharded: bool = False,
 ) -> Outcome:
     """Simulate the run of ``seed`` and check every invariant; see the module docstring.
 
@@ -573,4 +605,6 @@ def run_seed(
     """
     extras = extras_for(seed) if hostile and model is PAIL else []
     config = SimConfig.for_seed(seed, chaos=chaos)
+    if sharded:
+        config = sharded_config(config)
     return World(config, model, full_trace=full_trace, extras=extras).run()

@@ -86,6 +86,8 @@ class Kind(StrEnum):
     ``done/`` check closes this (regression seed 1603); it is told apart from
     the other reruns because its cause lies outside the workers.
     """
+    TWO_SHARDS = "two-shards"
+    """A job's keys in two shard segments: a job must keep the shard it was enqueued in."""
     FOREIGN = "foreign-bytes"
     """A foreign object was not quarantined, passed by or left alone as the rule says (``hostile``)."""
 
@@ -134,6 +136,8 @@ class Execution:
 class JobState:
     job_id: str
     present: set[str] = field(default_factory=set)
+    shard: str | None = None
+    """The shard segment of the job's keys ("" in the flat layout), once one was written."""
     enqueued: bool = False
     recreated: bool = False
     dead: bool = False
@@ -214,10 +218,19 @@ class Ledger:
     ) -> None:
         if after is not None and not (actor is not None and actor.process in self.foreign_writers):
             self._check_unique_bytes(key, after)
-        prefix, _, job_id = key.partition("/")
+        # A sharded key (queue/{shard}/{id}) names its job by its last segment.
+        prefix, _, rest = key.partition("/")
+        job_id = rest.rpartition("/")[2]
         job = self.jobs.get(job_id)
         if job is None:
             return
+        segment = rest.rpartition("/")[0]
+        if after is not None and job.shard is None:
+            job.shard = segment
+        elif after is not None and job.shard != segment:
+            self._violate(
+                Kind.TWO_SHARDS, job_id, f"{key} written; its keys were in shard {job.shard!r}"
+            )
         now = self._scheduler.now
         if after is None:
             job.present.discard(prefix)

@@ -63,11 +63,13 @@ class Sweep:
         )
 
 
-def _chunk(seeds: Sequence[int], model: str, chaos: bool, hostile: bool = False) -> Sweep:
+def _chunk(
+    seeds: Sequence[int], model: str, chaos: bool, hostile: bool = False, sharded: bool = False
+) -> Sweep:
     result = Sweep()
     chosen = model_named(model)
     for seed in seeds:
-        outcome = run_seed(seed, chosen, chaos=chaos, hostile=hostile)
+        outcome = run_seed(seed, chosen, chaos=chaos, hostile=hostile, sharded=sharded)
         result.seeds += 1
         result.counts += outcome.counts
         result.faults += outcome.faults
@@ -90,10 +92,12 @@ def sweep(
     chaos: bool = True,
     processes: int = 2,
     hostile: bool = False,
+    sharded: bool = False,
 ) -> Sweep:
     """Simulate every seed in ``seeds`` on ``processes`` processes; see ``Sweep``.
 
-    ``hostile`` adds the foreign writers of ``tests/simulation/hostile.py``.
+    ``hostile`` adds the foreign writers of ``tests/simulation/hostile.py``;
+    ``sharded`` runs each seed on a sharded queue that grows (``harness.sharded_config``).
 
     >>> sweep(range(3), processes=1).failed_seeds
     []
@@ -102,13 +106,14 @@ def sweep(
     total = Sweep()
     if processes <= 1:
         for chunk in _chunks(seeds):
-            total.add(_chunk(chunk, model, chaos, hostile))
+            total.add(_chunk(chunk, model, chaos, hostile, sharded))
     else:
         # spawn, not fork: the caller (pytest) may have threads running.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(processes, mp_context=context) as pool:
             futures = [
-                pool.submit(_chunk, chunk, model, chaos, hostile) for chunk in _chunks(seeds)
+                pool.submit(_chunk, chunk, model, chaos, hostile, sharded)
+                for chunk in _chunks(seeds)
             ]
             for future in futures:
                 total.add(future.result())

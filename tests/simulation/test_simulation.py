@@ -41,6 +41,8 @@ from tests.simulation.sweep import sweep
 
 SEEDS = int(os.environ.get("PAIL_SIM_SEEDS", "10000"))
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
+SHARDED_SEEDS = int(os.environ.get("PAIL_SIM_SHARDED_SEEDS", "500"))
+"""Seeds run again on a sharded queue (2 or 4 shards) that grows mid-run (to 1x, 2x or 4x)."""
 REGRESSION_SEARCH = 300
 ORIGINAL_SEED_BUDGET = 100
 """The known-bad model must show each of its bugs within this many seeds."""
@@ -59,6 +61,18 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
     # Every kind of aimed fault struck, and the operators really redrove and cancelled.
     assert all(counts[f"aimed_{action}"] > 0 for action in AimAction)
     assert counts["redrives"] > 0 and counts["cancels"] > 0 and counts["status_reads"] > 0
+    assert not result.kinds, "\n\n".join(result.failures[:3])
+
+
+def test_given_sharded_queues_that_grow_when_simulated_then_every_invariant_holds() -> None:
+    result = sweep(range(SHARDED_SEEDS), processes=PROCESSES, sharded=True)
+
+    print(f"\nsimulation, sharded and growing: {result.summary()}")
+    assert result.seeds == SHARDED_SEEDS
+    counts = result.counts
+    # The queue grew mid-run, old workers took the new count, and the chaos was real.
+    assert counts["shard_growths"] > 0 and counts["shard_rollouts"] > 0
+    assert counts["crashes"] > 0 and counts["redrives"] > 0 and counts["cancels"] > 0
     assert not result.kinds, "\n\n".join(result.failures[:3])
 
 
