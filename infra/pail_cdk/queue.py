@@ -18,7 +18,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from pail import bounds, config, metrics_names
-from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace
+from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace, validate_shards
 from pail.status_page import EXPOSED_HEADERS
 from pail.store.s3 import is_directory_bucket
 from pail_cdk import access, nag
@@ -113,6 +113,7 @@ class PailQueue(Construct):
         express_zone_id: str | None = None,
         express_bucket_name: str | None = None,
         namespace: str = "",
+        shards: int = 1,
         visibility_timeout: Duration = DEFAULT_VISIBILITY_TIMEOUT,
         max_retries: int | None = config.DEFAULT_MAX_RETRIES,
         result_ttl: Duration | None = DEFAULT_RESULT_TTL,
@@ -138,6 +139,9 @@ class PailQueue(Construct):
         :param express_bucket_name: the directory bucket's base name; it is named
             ``{base}--{zone id}--x-s3``. Default: a name CloudFormation generates.
         :param namespace: puts every key under ``{namespace}/`` so queues can share a bucket.
+        :param shards: spreads the queue's keys over this many prefixes (a power of two;
+            ``docs/scaling.md``); every function and task of the queue gets it as
+            ``PAIL_SHARDS``. It may grow between deployments, never shrink.
         :param visibility_timeout: how long a lease lives without a heartbeat.
         :param max_retries: retries before a job is dead-lettered; None retries forever.
         :param result_ttl: how long ``done/`` results are kept; None keeps them forever.
@@ -171,12 +175,14 @@ class PailQueue(Construct):
                 "(browsers on other origins cannot read its results through presigned URLs)"
             )
         validate_namespace(namespace)
+        validate_shards(shards)
         bounds.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
         bounds.validate_max_retries(max_retries)
         _check_reaper_timing(reaper_schedule, reaper_timeout)
         super().__init__(scope, construct_id)
         self.namespace = namespace
-        self.keys = Keys(namespace)
+        self.shards = shards
+        self.keys = Keys(namespace, shards=shards)
         self.visibility_timeout = visibility_timeout
         self.max_retries = max_retries
         self.architecture = architecture
@@ -449,6 +455,8 @@ class PailQueue(Construct):
         }
         if self.namespace:
             env[config.ENV_QUEUE] = self.namespace
+        if self.shards > 1:
+            env[config.ENV_SHARDS] = str(self.shards)
         return env
 
     def enqueued_event_pattern(self) -> events.EventPattern:

@@ -130,12 +130,12 @@ class GrantsStack(Stack):
 
 
 class ImportedStack(Stack):
-    """A queue in an imported bucket, worked by an x86 Lambda using the public Powertools layer."""
+    """A sharded queue in an imported bucket, worked by an x86 Lambda using the public Powertools layer."""
 
     def __init__(self, scope: App, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         bucket = s3.Bucket.from_bucket_name(self, "Existing", "existing-jobs-bucket")
-        self.queue = PailQueue(self, "Queue", bucket=bucket, namespace="imports")
+        self.queue = PailQueue(self, "Queue", bucket=bucket, namespace="imports", shards=4)
         self.worker = PailWorkerFunction(
             self,
             "Worker",

@@ -39,6 +39,7 @@ def test_given_bucket_and_bucket_props_when_constructed_then_rejects_both(stack:
     ("kwargs", "error", "message"),
     [
         ({"namespace": "Bad Name"}, ValueError, "invalid queue namespace"),
+        ({"shards": 3}, ValueError, "power of two"),
         ({"max_retries": -1}, ConfigurationError, "max_retries"),
         ({"visibility_timeout": Duration.seconds(0)}, ConfigurationError, "visibility_timeout"),
         ({"reaper_schedule": Duration.seconds(30)}, ValueError, "at least 1 minute"),

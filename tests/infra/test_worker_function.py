@@ -122,6 +122,7 @@ def test_given_public_powertools_option_when_synthesised_then_layer_arn_comes_fr
                     {
                         config.ENV_BUCKET: "existing-jobs-bucket",
                         config.ENV_QUEUE: "imports",
+                        config.ENV_SHARDS: "4",
                         config.ENV_MAX_JOBS: "10",
                     }
                 )
