@@ -167,7 +167,7 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
     reader = Reader(pail.store)
     rows = []
     for namespace in found.queues:
-        queue = Pail(pail.store, queue=namespace)
+        queue = Pail(pail.store, queue=namespace, shards=pail.keys.shards)
         census = take_snapshot(queue.store, queue.keys, reader).census
         rows.append((namespace, census))
 

@@ -62,7 +62,12 @@ class Dashboard:
         max_pages: int = 1,
         page_size: int = PAGE_SIZE,
         clock: Callable[[], float] = time.monotonic,
+        shards: int = 1,
     ) -> None:
+        self.shards = shards
+        """The shard count the bucket's queues are read with (``--shards``): a sharded
+        queue's jobs are counted with any count above 1, and a job of a smaller
+        count than the queue's found by id only with the queue's count or a larger one."""
         self.meter = RequestMeter(clock=clock)
         self.store = MeteredStore(store, self.meter)
         self.reader = Reader(self.store)
@@ -80,7 +85,7 @@ class Dashboard:
 
     def pail(self, namespace: str) -> Pail:
         """A ``Pail`` on one queue of the bucket, reading through the meter."""
-        return Pail(self.store, queue=namespace)
+        return Pail(self.store, queue=namespace, shards=self.shards)
 
     def _fresh(self, taken: float, ttl: float) -> bool:
         return self._clock() - taken < ttl
