@@ -326,7 +326,19 @@ class Pail:
         The job's lease is renewed in the background until you settle the
         message with ``complete`` or ``fail``.
         """
-        lease = self._claimer().claim()
+        return self._claim(polling=False)
+
+    def poll(self) -> Message | None:
+        """``claim`` for a loop that claims again while the queue is empty (``work``).
+
+        In a sharded queue, a poll after an empty one lists one shard instead
+        of every shard, so an idle worker costs one LIST per poll whatever the
+        shard count; a queue of one shard is claimed as by ``claim``.
+        """
+        return self._claim(polling=True)
+
+    def _claim(self, *, polling: bool) -> Message | None:
+        lease = self._claimer().claim(polling=polling)
         if lease is None:
             return None
         # The lease's keys: its shard's, where every write about the job goes.
@@ -384,7 +396,7 @@ class Pail:
         if max_jobs is not None:
             validate_count("max_jobs", max_jobs)
         tally = drain(
-            self.claim,
+            self.poll,
             handler,
             self._limits(stop=stop),
             max_jobs=max_jobs,

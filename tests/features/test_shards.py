@@ -86,21 +86,30 @@ def test_an_idle_worker_lists_one_shard_per_claim() -> None:
     claimer = Claimer(pail.store, pail.keys, visibility_timeout=30, clock=pail.clock, owner="w")
     claims = 40
     for _ in range(claims):
-        assert claimer.claim() is None
-    # The first empty claim looks at every source (17); each one after at one.
+        assert claimer.claim(polling=True) is None
+    # The first empty claim looks at every source (17); each poll after it at one.
     assert claimer.lists <= claims + 17 + 2
+    # A claim that is not a poll (the Lambda worker's, work_once's) looks everywhere.
+    before = claimer.lists
+    assert claimer.claim() is None
+    assert claimer.lists - before == 17 + 2
 
 
 def test_a_lone_job_is_found_within_one_round_of_the_shards() -> None:
     pail = Pail(MemoryStore("jobs"), shards=16)
     claimer = Claimer(pail.store, pail.keys, visibility_timeout=30, clock=pail.clock, owner="w")
-    assert claimer.claim() is None
+    assert claimer.claim(polling=True) is None
     job = pail.enqueue({"n": "x"})
     for _poll in range(1, len(pail.keys.sources()) + 1):
-        lease = claimer.claim()
+        lease = claimer.claim(polling=True)
         if lease is not None:
             break
     assert lease is not None and lease.job_id == job
+    # After an empty poll, a claim (not a poll) finds a lone job at once, wherever it is.
+    assert claimer.claim(polling=True) is None
+    other = pail.enqueue({"n": "y"})
+    found = claimer.claim()
+    assert found is not None and found.job_id == other
 
 
 def test_high_priority_and_delayed_jobs_in_a_sharded_queue() -> None:
@@ -165,8 +174,7 @@ def test_growth_one_to_four_to_sixteen_with_jobs_in_flight() -> None:
     clock.advance(31 + 2)
     report = sixteen.reap()
     assert report.requeued_ids == [dying.job_id]
-    shard = dying.key.split("/")[1]
-    assert f"queue/{shard}/{dying.job_id}" in _keys(store)
+    assert dying.key.replace(RUN, QUEUE, 1) in _keys(store)  # in its own layout
     ran: Counter[str] = Counter()
     _drain(sixteen, ran)
     ran[held_one.payload["n"]] += 1

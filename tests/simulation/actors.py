@@ -119,7 +119,7 @@ def worker(world: World, process: Process) -> None:
         claim_started = world.scheduler.now
         try:
             with world.phase("claim"):
-                lease = claimer.claim()
+                lease = claimer.claim(polling=True)
         except StorageError as exc:
             world.ledger.note(f"claim failed: {exc}")
             lease = None

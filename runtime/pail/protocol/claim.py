@@ -44,11 +44,14 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
 in turn (the flat layout, then shard 0, 1, ...; a random one first), so
 racing workers spread over the shards and one LIST still serves many
 claims. An empty page moves on to the next source within the same claim,
-so a claim looks at every source before it returns None; but a claimer
-whose last claim found nothing lists one source per claim, so an idle
-worker's cost per poll is one LIST, as with one shard, and it still looks
-at every shard within ``shards + 1`` polls (a job enqueued into an idle
-sharded queue waits up to that many polls, not one). The flat layout of a sharded
+so a claim looks at every source before it returns None; but a *poll*
+(``claim(polling=True)``, what ``Pail.work`` and ``pail work`` call) after
+an empty one lists one source, so an idle worker's cost per poll is one
+LIST, as with one shard, and it still looks at every shard within
+``shards + 1`` polls (a job enqueued into an idle sharded queue waits up
+to that many polls, not one). A drain that stops on an empty queue (the
+Lambda worker, ``work_once``) claims without ``polling``: its "empty" has
+looked everywhere. The flat layout of a sharded
 queue (where jobs enqueued before it was sharded wait) is listed with a
 delimiter, so the shards' keys nested under it do not fill its page. A
 candidate's keys are those of the source it was listed from: the lease,
@@ -147,7 +150,8 @@ class Claimer:
         self._keys = keys
         self._sources = keys.sources()
         self._rng = rng or random.Random()
-        self._source = self._rng.randrange(len(self._sources))
+        # No draw for one source: an unsharded claimer's random sequence is as it was.
+        self._source = self._rng.randrange(len(self._sources)) if len(self._sources) > 1 else 0
         self._page_keys = self._sources[self._source]
         """The keys of the source the cached page came from (its shard's)."""
         self._tokens: dict[int, str | None] = {}
@@ -167,20 +171,25 @@ class Claimer:
         self._listed_at = 0.0
         self.lists = 0
 
-    def claim(self) -> Lease | None:
-        """Claim one pending job, or return None if the queue looks empty."""
-        lease = self._claim()
+    def claim(self, *, polling: bool = False) -> Lease | None:
+        """Claim one pending job, or return None if the queue looks empty.
+
+        ``polling``: the caller claims again and again while the queue is
+        empty (``Pail.work``). Then, in a sharded queue, a claim after one that
+        found nothing lists one shard, not all of them (see the module docstring).
+        """
+        lease = self._claim(polling and self._idle)
         self._idle = lease is None
         return lease
 
-    def _claim(self) -> Lease | None:
+    def _claim(self, idle: bool) -> Lease | None:
         lists = misses = cleared = 0
         # A claim looks at every source before it says the queue is empty,
-        # unless the last claim found nothing: an idle worker lists one source
-        # per claim, so its cost per poll stays one LIST, however many shards.
+        # except a poll after an empty one: an idle worker lists one source
+        # per poll, so its cost per poll stays one LIST, however many shards.
         if len(self._sources) == 1:
             budget = MAX_LISTS_PER_CLAIM
-        elif self._idle:
+        elif idle:
             budget = 1
         else:
             budget = MAX_LISTS_PER_CLAIM + len(self._sources) - 1

@@ -183,7 +183,7 @@ def run(
     polling = None if once else Polling(min(min_poll_interval, poll_interval), poll_interval)
     with _signals_routed_to(limits, install_signal_handlers):
         tally = drain(
-            pail.claim,
+            pail.poll if polling is not None else pail.claim,
             handler,
             limits,
             max_jobs=max_jobs,
