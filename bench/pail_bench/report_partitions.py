@@ -212,12 +212,13 @@ def markdown(results: dict[str, Any], name: str = "partitions") -> str:
     scale = plan["scale"]
     w, r = 3500 / scale, 5500 / scale
     book = textbook(section)
+    window = plan.get("shard_window_seconds") if name == "shards" else plan["window_seconds"]
     parts = [
         f"Measured {section['started']} (commit {section.get('git', '?')}). Rates per "
         f"partition: AWS's 3,500 writes/s and 5,500 reads/s divided by {scale:g}: {w:g} "
         f"writes/s, {r:g} reads/s. Producer threads (one per 4 workers) keep 8 jobs per "
         f"worker (at least {plan.get('min_backlog', 32)}) waiting; jobs/s counted over "
-        f"{plan['window_seconds']:g} s after {plan['warmup_seconds']:g} s of warm-up ({plan['ceiling_window_seconds']:g} s without "
+        f"{window:g} s after {plan['warmup_seconds']:g} s of warm-up ({plan['ceiling_window_seconds']:g} s without "
         f"a limit). The arithmetic: {w:g} writes/s ÷ 5 writes per job = {book:.2f} jobs/s; "
         f"for its mix, {w:g} ÷ the admitted writes per job counted in the window (so "
         "measured ÷ that is how much of the partition's write rate the workers used). "
