@@ -226,16 +226,21 @@ def latency(side: Side, bucket: str, p: Params) -> Result:
     arrived: Queue[float] = Queue()
     claim_seconds: Queue[float] = Queue()
     stop = threading.Event()
-    claim = worker_q.claim
 
-    def timed_claim() -> Any:
-        started = time.perf_counter()
-        message = claim()
-        if message is not None:
-            claim_seconds.put(time.perf_counter() - started)
-        return message
+    def timed(claim: Any) -> Any:
+        def timed_claim() -> Any:
+            started = time.perf_counter()
+            message = claim()
+            if message is not None:
+                claim_seconds.put(time.perf_counter() - started)
+            return message
 
-    worker_q.claim = timed_claim
+        return timed_claim
+
+    # Our work loop polls (Pail.poll); the original's, and older ones, claim.
+    for name in ("claim", "poll"):
+        if hasattr(worker_q, name):
+            setattr(worker_q, name, timed(getattr(worker_q, name)))
 
     def handler(payload: Any) -> dict[str, Any]:
         arrived.put(time.perf_counter())
