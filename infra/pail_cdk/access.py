@@ -11,7 +11,7 @@ derived from the protocol (``docs/protocol.md`` and ``pail.protocol``):
   heartbeat rewrites the lease; settling writes ``done/`` or the ``dlq/``
   record (and a retry writes ``queue/``); finishing an interrupted redrive
   deletes a dead marker under ``done/`` and its ``dlq/`` record. Claims list
-  ``queue/``.
+  ``queue/``, and HEAD the pause marker ``_pail/paused`` (only that key of ``_pail/``).
 * **The reaper** lists ``run/`` for expired leases and every prefix for the
   depth metrics; it fences and deletes leases, requeues under ``queue/`` and
   dead-letters under ``done/`` and ``dlq/``, and keeps its position in
@@ -47,7 +47,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DEDUP, DONE, QUEUE, SYSTEM, Keys
+from pail.keys import ALL_PREFIXES, DEDUP, DONE, PAUSED, QUEUE, SYSTEM, Keys
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -80,7 +80,13 @@ ENQUEUE_KEYED = Access(
     objects={**dict.fromkeys(ALL_PREFIXES, (GET,)), QUEUE: _READ_WRITE, DEDUP: _READ_WRITE},
     lists=(*ALL_PREFIXES, DEDUP),
 )
-CONSUME = Access(objects=dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), lists=ALL_PREFIXES)
+PAUSE_MARKER = f"{SYSTEM}{PAUSED}"
+"""The one key under ``_pail/`` a worker reads: a claim's refill HEADs it (``pail.protocol.pause``)."""
+# A worker's refill HEADs the pause marker; listing it makes a missing marker a 404, not a 403.
+CONSUME = Access(
+    objects={**dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), PAUSE_MARKER: (GET,)},
+    lists=(*ALL_PREFIXES, PAUSE_MARKER),
+)
 # The reaper finishes what a crashed owner, claimer or redrive left (see the module
 # docstring), so it deletes under every state prefix; and it keeps where its last pass
 # over run/ stopped under _pail/, which it never deletes.

@@ -94,6 +94,8 @@ class StopReason(StrEnum):
 
     EMPTY = "empty"
     """A claim found no job."""
+    PAUSED = "paused"
+    """The queue is paused (``pail pause``): no job may be claimed until it is resumed."""
     MAX_JOBS = "max_jobs"
     """The number of jobs asked for was processed."""
     TIME_BUDGET = "time_budget"
@@ -163,7 +165,7 @@ class Tally:
     succeeded: int = 0
     failed: int = 0
     stop_reason: StopReason | str | None = None
-    """One of ``StopReason``: empty, max_jobs, time_budget, signal, stopped, storage_error."""
+    """One of ``StopReason``: empty, paused, max_jobs, time_budget, signal, stopped, storage_error."""
     released: int = 0
     retried: int = 0
     dead_lettered: int = 0
@@ -376,6 +378,7 @@ def drain(
     observer: Observer | None = None,
     clock: Clock | None = None,
     tick: float = TICK,
+    paused: Callable[[], bool] | None = None,
 ) -> Tally:
     """Claim and run jobs until the queue is empty or the limits say stop.
 
@@ -384,11 +387,15 @@ def drain(
     backs off on storage errors the same way. Configuration errors (a missing
     bucket, denied access) always propagate. ``clock`` (default: the system's)
     times the handler (``job_timeout``, durations) and the idle waits.
+    ``paused`` (no request: ``Pail.claims_paused``) tells a claim that found
+    no job because the queue is paused: the drain then stops with
+    ``StopReason.PAUSED``, or, polling, logs it once and idles.
     """
     observer = observer or LoggingObserver()
     clock = clock or SystemClock()
     tally = Tally()
     delay: float | None = None
+    announced_pause = False
     while True:
         reason = limits.stop_reason()
         if reason is None and max_jobs is not None and tally.processed >= max_jobs:
@@ -406,13 +413,20 @@ def drain(
             log.warning("claim failed, backing off: %s", exc)
             message = None
         if message is None:
+            is_paused = paused is not None and paused()
             if polling is None:
-                tally.stop_reason = StopReason.EMPTY
+                tally.stop_reason = StopReason.PAUSED if is_paused else StopReason.EMPTY
                 return tally
+            if is_paused and not announced_pause:
+                log.info("the queue is paused: claiming nothing until it is resumed")
+            announced_pause = announced_pause or is_paused
             delay = polling.next(delay)
             _idle(delay, limits, clock, tick)
             continue
         delay = None
+        if announced_pause:
+            log.info("the queue was resumed: claiming again")
+            announced_pause = False
         # The claim itself can be slow (S3 throttling, botocore backing off): a
         # job claimed past the point where none may start must not start.
         late = limits.stop_reason()

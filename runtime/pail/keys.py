@@ -46,6 +46,8 @@ DEDUP = "keys/"
 # can, so no queue's keys (or grants on them) ever fall under another's.
 SYSTEM = "_pail/"
 REAP_CURSOR = "reap-cursor"
+PAUSED = "paused"
+"""Under ``_pail/``: while this object exists, the queue is paused (``pail.protocol.pause``)."""
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -266,6 +268,14 @@ class Keys:
         'reports/_pail/reap-cursor'
         """
         return f"{self.root}{SYSTEM}{REAP_CURSOR}"
+
+    def paused(self) -> str:
+        """The marker object whose presence pauses the queue: claimers take no job while it exists.
+
+        >>> Keys("reports").paused(), Keys().paused()
+        ('reports/_pail/paused', '_pail/paused')
+        """
+        return f"{self.root}{SYSTEM}{PAUSED}"
 
     def entry_id(self, key: str, state: str) -> str | None:
         """The job id of ``key`` under ``state``'s prefix, or None if the key names no job.

@@ -49,6 +49,7 @@ from pail.operate.jobs import JobPage, list_jobs
 from pail.operate.objects import JobKind
 from pail.operate.queues import QueueList, list_queues
 from pail.protocol import cancel, dedup, redrive
+from pail.protocol import pause as pause_marker
 from pail.protocol.claim import Claimer
 from pail.protocol.delay import Priority, due_for, due_time
 from pail.protocol.delay import find as find_delayed
@@ -320,6 +321,17 @@ class Pail:
             self._local.claimer = claimer
         return claimer
 
+    @property
+    def claims_paused(self) -> bool:
+        """True when this thread's last claim found the queue paused (no request: what it saw).
+
+        ``claim()`` returns None both for an empty queue and a paused one;
+        this tells them apart, as the drain does to log it and to stop with
+        ``StopReason.PAUSED``.
+        """
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        return claimer is not None and claimer.paused
+
     def claim(self) -> Message | None:
         """Claim one pending job, or return None if there is none.
 
@@ -364,6 +376,7 @@ class Pail:
             max_jobs=1,
             job_timeout=job_timeout,
             clock=self._clock,
+            paused=lambda: self.claims_paused,
         )
         if tally.processed == 0 and tally.error is not None:
             raise tally.error  # the claim failed: say so, as ``claim()`` would
@@ -403,6 +416,7 @@ class Pail:
             job_timeout=job_timeout,
             polling=Polling(min_poll_interval, poll_interval),
             clock=self._clock,
+            paused=lambda: self.claims_paused,
         )
         return tally.processed
 
@@ -558,6 +572,33 @@ class Pail:
         if limit is not None:
             validate_count("limit", limit)
         return purge_ops.purge(self._store, self._keys, limit=limit, stats=self.write_stats)
+
+    def pause(self, reason: str | None = None) -> bool:
+        """Pause the queue: workers claim no job until ``resume()``; False if it was paused already.
+
+        Running jobs finish; each worker stops claiming at its next page
+        refill (at most a page of claims, and never a page older than the
+        visibility timeout). One PUT. See ``pail.protocol.pause``.
+
+        >>> from pail.store import MemoryStore
+        >>> queue = Pail(MemoryStore("jobs"))
+        >>> _ = queue.enqueue({"n": 1})
+        >>> queue.pause("deploying"), queue.pause(), queue.work_once(print)
+        (True, False, False)
+        >>> queue.resume(), queue.paused() is None
+        (True, True)
+        """
+        return pause_marker.pause(
+            self._store, self._keys, by=self._owner, reason=reason, stats=self.write_stats
+        )
+
+    def resume(self) -> bool:
+        """Resume a paused queue; False if it was not paused. A HEAD and a DELETE."""
+        return pause_marker.resume(self._store, self._keys)
+
+    def paused(self) -> pause_marker.PauseState | None:
+        """Whether the queue is paused, since when, by whom and why (one GET); None if not."""
+        return pause_marker.read(self._store, self._keys)
 
     def queues(self) -> QueueList:
         """The queues (namespaces) in this bucket; ``""`` is the default queue."""

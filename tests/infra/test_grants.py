@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, SYSTEM
+from pail_cdk.access import PAUSE_MARKER
 
 from .conftest import Synthesis
 from .helpers import Statement, condition, logical_id, render, s3_statements, statements
@@ -67,7 +68,8 @@ def test_given_grant_consume_when_synthesised_then_the_four_prefixes_and_their_l
     bucket = _bucket(grants, "QueueBucket")
     assert s3_statements(grants, "Consumer") == {
         Statement((DELETE, GET, PUT), _objects(bucket, "reports/", *ALL_PREFIXES)),
-        _listing(bucket, "reports/", *ALL_PREFIXES),
+        Statement((GET,), _objects(bucket, "reports/", PAUSE_MARKER)),
+        _listing(bucket, "reports/", *ALL_PREFIXES, PAUSE_MARKER),
     }
 
 
@@ -115,7 +117,8 @@ def test_given_lambda_worker_when_synthesised_then_it_consumes_its_own_queue_onl
     bucket = _bucket(template, "JobsBucket")
     assert s3_statements(template, "ReportWorkerRole") == {
         Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES)),
-        _listing(bucket, "", *ALL_PREFIXES),
+        Statement((GET,), _objects(bucket, "", PAUSE_MARKER)),
+        _listing(bucket, "", *ALL_PREFIXES, PAUSE_MARKER),
     }
 
 
@@ -126,7 +129,8 @@ def test_given_fargate_worker_when_synthesised_then_task_role_consumes_the_names
     bucket = _bucket(template, "JobsBucket")
     assert statements(template, "ExportTaskTaskDefinitionTaskRole") == {
         Statement((DELETE, GET, PUT), _objects(bucket, "exports/", *ALL_PREFIXES)),
-        _listing(bucket, "exports/", *ALL_PREFIXES),
+        Statement((GET,), _objects(bucket, "exports/", PAUSE_MARKER)),
+        _listing(bucket, "exports/", *ALL_PREFIXES, PAUSE_MARKER),
     }
 
 
@@ -152,7 +156,9 @@ def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
                         assert rendered != "*", statement
                         if rendered.endswith("*"):
                             assert rendered.endswith(
-                                tuple(f"/{p}*" for p in (*ALL_PREFIXES, DEDUP, SYSTEM))
+                                tuple(
+                                    f"/{p}*" for p in (*ALL_PREFIXES, DEDUP, SYSTEM, PAUSE_MARKER)
+                                )
                             ), rendered
                         else:
                             assert actions == [LIST] and "Condition" in statement, statement

@@ -30,7 +30,8 @@ attempt counts, so a job that never fits dead-letters instead of cycling.
 
 **It returns** a summary: ``processed``, ``succeeded``, ``failed``,
 ``retried``, ``dead_lettered``, ``released``, ``returned``, ``unrecorded``,
-``stop_reason`` (``empty``, ``time_budget``, ``max_jobs``, ``storage_error``),
+``stop_reason`` (``empty``, ``paused``, ``time_budget``, ``max_jobs``, ``storage_error``;
+``paused``: the queue is paused, ``pail pause``, and it returned without claiming),
 ``trigger`` and ``queue`` (plus an empty ``batchItemFailures`` for SQS, so no
 message is redelivered: the event only woke the worker). If S3 fails on a
 claim or while an outcome is recorded, the invocation raises instead, after
@@ -259,6 +260,7 @@ class LambdaWorker:
                     job_timeout=runtime.job_timeout,
                     observer=observer,
                     clock=runtime.pail.clock,
+                    paused=lambda: runtime.pail.claims_paused,
                 )
         finally:
             observer.publish(runtime.metrics)

@@ -29,7 +29,9 @@ Each run:
    waited ``PAIL_SELF_HEAL_AFTER_SECONDS`` (default 60), no worker is running
    and the S3 notification that should have woken one was lost; it invokes
    the worker asynchronously, at most once per that many seconds. The worker
-   needs no payload: it drains whatever is pending.
+   needs no payload: it drains whatever is pending. A paused queue
+   (``pail pause``) is never healed: before it would invoke, the reaper HEADs
+   the pause marker (one request, only then).
 
 On an idle queue a run costs four LIST requests (one for the reap, three for
 the depth): about 173,000 a month at one run a minute, $0.86 at S3 Standard
@@ -50,6 +52,7 @@ from pail.aws import observability
 from pail.aws.triggers import SELF_HEAL_SOURCE
 from pail.depth import DEFAULT_MAX_PAGES, Depth, measure_depth
 from pail.errors import PailError
+from pail.protocol import pause
 from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
 
@@ -225,6 +228,8 @@ class ReaperFunction:
         reason = self_heal_reason(depth, after=runtime.self_heal_after)
         if reason is None:
             return False, None
+        if self._paused(runtime):
+            return False, f"{reason}; the queue is paused, so no worker is woken"
         now = self._clock()
         if self._last_heal is not None and now - self._last_heal < runtime.self_heal_after:
             return False, f"{reason}; a worker was invoked {now - self._last_heal:.0f} s ago"
@@ -243,6 +248,19 @@ class ReaperFunction:
             "self-heal: invoked the worker", function=runtime.worker_function, reason=reason
         )
         return True, reason
+
+    @staticmethod
+    def _paused(runtime: _Runtime) -> bool:
+        """One HEAD of the pause marker, only when self-heal would wake a worker.
+
+        If it cannot be read, the worker is woken anyway: a woken worker
+        looks at the marker itself before it claims.
+        """
+        try:
+            return pause.is_paused(runtime.pail.store, runtime.pail.keys)
+        except PailError as exc:
+            runtime.logger.warning("self-heal: cannot read the pause marker", error=str(exc))
+            return False
 
     @staticmethod
     def _publish(metrics: EphemeralMetrics, report: ReapReport, depth: Depth, healed: bool) -> None:

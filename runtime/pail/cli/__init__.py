@@ -17,6 +17,7 @@ from pail.cli.features import cancel
 from pail.cli.jobs import enqueue, result, status, url
 from pail.cli.local import demo, server
 from pail.cli.operate import reap, stats
+from pail.cli.pause import pause, resume
 from pail.cli.workers import work, work_once
 
 for command in (
@@ -29,6 +30,8 @@ for command in (
     list_jobs,
     queues,
     purge,
+    pause,
+    resume,
     dlq,
     dashboard,
     reap,

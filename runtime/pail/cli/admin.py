@@ -15,6 +15,7 @@ from pail.operate.queues import queue_label
 from pail.operate.snapshot import take_snapshot
 from pail.operate.text import duration, one_line
 from pail.output import Column, Output, state_text
+from pail.protocol.pause import is_paused
 from pail.queue import Pail
 
 
@@ -157,7 +158,8 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
     """List the queues (namespaces) in the bucket, with their job counts.
 
     Counts read one page of 1,000 keys per state: `≥` marks a lower bound.
-    Cost: 1 LIST for the bucket, 1 per namespace, 4 per queue for the counts.
+    Cost: 1 LIST for the bucket, 1 per namespace, 4 per queue for the counts,
+    and 1 HEAD per queue for its pause marker (`pail pause`).
     """
     opts = options(ctx)
     name = resolve_bucket(bucket)
@@ -169,12 +171,13 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
     for namespace in found.queues:
         queue = Pail(pail.store, queue=namespace, shards=pail.keys.shards)
         census = take_snapshot(queue.store, queue.keys, reader).census
-        rows.append((namespace, census))
+        rows.append((namespace, census, is_paused(queue.store, queue.keys)))
 
     def human() -> None:
         if not rows:
             out.line(f"no pail queue in s3://{name}/")
         names = ["pending", "delayed", "running", "done", "dead", "cancelled", "oldest pending"]
+        names.append("paused")
         table = [
             [
                 escape(queue_label(namespace)),
@@ -185,8 +188,9 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
                 str(census.dead_lettered),
                 str(census.cancelled),
                 duration(census.oldest_pending_age),
+                "paused" if paused else "-",
             ]
-            for namespace, census in rows
+            for namespace, census, paused in rows
         ]
         if rows:
             columns = [Column("queue"), *(Column(n, justify="right") for n in names)]
@@ -196,7 +200,9 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
             out.note(f"not queues: {shown}{' ...' if len(found.foreign) > 5 else ''}")
 
     data = {
-        "queues": [{"queue": ns, **census.to_json()} for ns, census in rows],
+        "queues": [
+            {"queue": ns, **census.to_json(), "paused": paused} for ns, census, paused in rows
+        ],
         "foreign": list(found.foreign),
         "exact": found.exact,
     }

@@ -64,7 +64,7 @@ work / work-once: 0, 1 and 2 only, as `pail work --help` says."""
 
 EXIT_OK = ExitCode.OK
 EXIT_EMPTY = ExitCode.OK
-"""``work-once`` found no job. Zero, so a task started for an event that another
+"""``work-once`` found no job (or the queue is paused). Zero, so a task started for an event that another
 worker already served does not count as a failed task; ``--empty-exit-code``
 picks another code (e.g. for ``while pail work-once --empty-exit-code 3; do :; done``)."""
 EXIT_ERROR = ExitCode.ERROR
@@ -91,8 +91,8 @@ def exit_code(summary: Tally, *, empty: int = EXIT_EMPTY) -> int:
     """
     if summary.stop_reason == StopReason.STORAGE_ERROR:
         return EXIT_ERROR
-    if summary.processed == 0 and summary.stop_reason == StopReason.EMPTY:
-        return empty
+    if summary.processed == 0 and summary.stop_reason in (StopReason.EMPTY, StopReason.PAUSED):
+        return empty  # a paused queue has nothing to claim, as far as this run goes
     return EXIT_OK
 
 

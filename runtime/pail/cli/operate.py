@@ -15,6 +15,7 @@ from rich.text import Text
 
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.params import Seconds
+from pail.cli.pause import pause_json, pause_text
 from pail.output import Column, Output, age, to_json_text
 from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
@@ -158,7 +159,8 @@ def stats(
     With --watch it refreshes in place on a terminal, prints one line per
     refresh when piped, and one JSON object per refresh with --json. Each
     refresh lists every prefix of the queue. Ctrl-C ends a watch with exit
-    code 130 (--count N ends it with 0).
+    code 130 (--count N ends it with 0). Without --watch it also says
+    whether the queue is paused (`pail pause`; 1 GET more).
     """
     opts = options(ctx)
     pail = opts.connect(resolve_bucket(bucket))
@@ -173,8 +175,15 @@ def stats(
         )
         return
     current = pail.stats()
+    paused = pail.paused()
     columns, cells = stats_cells(current)
-    out.result(current.to_json(), lambda: out.table(columns, [cells], title=stats_title(pail)))
+
+    def human() -> None:
+        out.table(columns, [cells], title=stats_title(pail))
+        if paused is not None:
+            out.line(f"{pause_text(paused)} (pail resume to claim again)")
+
+    out.result({**current.to_json(), "pause": pause_json(paused)}, human)
 
 
 def render_reap(out: Output, report: ReapReport) -> None:

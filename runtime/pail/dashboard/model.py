@@ -24,6 +24,8 @@ from pail.operate.jobs import JobPage, JobRow, list_jobs, row_for, rows_from_sca
 from pail.operate.objects import JobKind, Reader
 from pail.operate.queues import QueueList, list_queues
 from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
+from pail.protocol import pause as pause_marker
+from pail.protocol.pause import PauseState
 from pail.queue import Pail
 from pail.status import JobStatus, locate
 from pail.store.base import Store
@@ -43,6 +45,8 @@ class QueueView:
     running: tuple[JobRow, ...]
     running_more: bool
     failures: tuple[Failure, ...]
+    pause: PauseState | None = None
+    """The queue's pause marker (``pail pause``), or None while it claims."""
 
 
 class Dashboard:
@@ -78,6 +82,7 @@ class Dashboard:
         self._lock = threading.Lock()
         self._queues: tuple[float, QueueList] | None = None
         self._snapshots: dict[str, tuple[float, Snapshot]] = {}
+        self._pauses: dict[str, tuple[float, PauseState | None]] = {}
 
     @property
     def bucket(self) -> str:
@@ -114,14 +119,27 @@ class Dashboard:
             self._snapshots[namespace] = (self._clock(), snap)
         return snap
 
+    def pause_state(self, namespace: str) -> PauseState | None:
+        """The queue's pause marker (1 GET), read again at most every ``interval`` seconds."""
+        with self._lock:
+            cached = self._pauses.get(namespace)
+            if cached is not None and self._fresh(cached[0], self.interval):
+                return cached[1]
+        state = pause_marker.read(self.store, self.pail(namespace).keys)
+        with self._lock:
+            self._pauses[namespace] = (self._clock(), state)
+        return state
+
     def forget(self, namespace: str | None = None) -> None:
         """Drop cached snapshots (after an action), so the next page shows its effect."""
         with self._lock:
             if namespace is None:
                 self._snapshots.clear()
+                self._pauses.clear()
                 self._queues = None
             else:
                 self._snapshots.pop(namespace, None)
+                self._pauses.pop(namespace, None)
 
     def queue_view(self, namespace: str) -> QueueView:
         snap = self.snapshot(namespace)
@@ -130,7 +148,8 @@ class Dashboard:
             keys, snap.run, JobKind.RUNNING, self.reader, limit=RUNNING_SHOWN
         )
         failures = recent_failures(snap, self.reader, limit=FAILURES_SHOWN)
-        return QueueView(namespace, snap, tuple(running), more, tuple(failures))
+        pause = self.pause_state(namespace)
+        return QueueView(namespace, snap, tuple(running), more, tuple(failures), pause)
 
     def jobs(self, namespace: str, kind: JobKind, *, after: str | None, limit: int = 50) -> JobPage:
         pail = self.pail(namespace)
@@ -160,6 +179,18 @@ class Dashboard:
         return row_for(keys, info, JobKind.RUNNING, page.server_time, detail)
 
     # -- actions ----------------------------------------------------------------
+
+    def pause(self, namespace: str, reason: str | None) -> bool:
+        """Pause the queue (``Pail.pause``); False if it was paused already."""
+        changed = self.pail(namespace).pause(reason or "paused from the dashboard")
+        self.forget(namespace)
+        return changed
+
+    def resume(self, namespace: str) -> bool:
+        """Resume the queue (``Pail.resume``); False if it was not paused."""
+        changed = self.pail(namespace).resume()
+        self.forget(namespace)
+        return changed
 
     def redrive(self, namespace: str, job_id: str) -> bool:
         done = self.pail(namespace).redrive(job_id)

@@ -248,7 +248,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/":
             found = board.queues()
             rows = [(ns, board.snapshot(ns).census) for ns in found.queues]
-            self._html(200, views.overview(self._frame(session), rows, found.foreign, found.exact))
+            paused = [ns for ns in found.queues if board.pause_state(ns) is not None]
+            self._html(
+                200,
+                views.overview(self._frame(session), rows, found.foreign, found.exact, paused),
+            )
             return
         if path == "/status-page":
             self._send(200, page_html(), "text/html; charset=utf-8")
@@ -259,7 +263,44 @@ class _Handler(BaseHTTPRequestHandler):
         namespace, rest = _namespace(match.group(1)), match.group(2) or ""
         if rest == "":
             view = board.queue_view(namespace)
-            self._html(200, views.queue_page(self._frame(session), view))
+            html = views.queue_page(self._frame(session), view)
+            notice = views.notice_text(one("notice"), None, None)
+            if notice:
+                html = html.replace(
+                    "</h1>\n",
+                    f'</h1>\n<div class="notice" role="status" id="notice">{escape(notice)}</div>\n',
+                    1,
+                )
+            self._html(200, html)
+        elif rest == "/pause":
+            self._html(
+                200,
+                views.confirm_page(
+                    self._frame(session),
+                    namespace,
+                    title=f"Pause {queue_label(namespace)}",
+                    question=f"Pause {queue_label(namespace)}? Workers stop claiming at their next page refill; running jobs finish. Jobs can still be enqueued.",
+                    action=f"{views.queue_path(namespace)}/pause",
+                    button="Pause the queue",
+                    fields={},
+                    back=views.queue_path(namespace),
+                    reason="Reason (optional, shown to whoever looks next):",
+                ),
+            )
+        elif rest == "/resume":
+            self._html(
+                200,
+                views.confirm_page(
+                    self._frame(session),
+                    namespace,
+                    title=f"Resume {queue_label(namespace)}",
+                    question=f"Resume {queue_label(namespace)}? Workers claim jobs again at their next page refill or poll.",
+                    action=f"{views.queue_path(namespace)}/resume",
+                    button="Resume the queue",
+                    fields={},
+                    back=views.queue_path(namespace),
+                ),
+            )
         elif rest == "/jobs":
             try:
                 kind = JobKind(one("state") or JobKind.PENDING.value)
@@ -364,7 +405,13 @@ class _Handler(BaseHTTPRequestHandler):
             raise _NotFoundError("No such action.")
         namespace, rest = _namespace(match.group(1)), match.group(2)
         back = f"{views.queue_path(namespace)}/dlq"
-        if rest == "/redrive-all":
+        if rest == "/pause":
+            notice = "paused" if board.pause(namespace, form.get("reason")) else "already-paused"
+            self._redirect(f"{views.queue_path(namespace)}?{urlencode({'notice': notice})}")
+        elif rest == "/resume":
+            notice = "resumed" if board.resume(namespace) else "not-paused"
+            self._redirect(f"{views.queue_path(namespace)}?{urlencode({'notice': notice})}")
+        elif rest == "/redrive-all":
             done = board.redrive_all(namespace)
             self._redirect(f"{back}?{urlencode({'notice': 'redriven-all', 'n': len(done)})}")
         elif (m := re.fullmatch(r"/dlq/([^/]+)/redrive", rest)) is not None:

@@ -9,7 +9,7 @@ refresh in place carry ``data-live`` and a stable ``id`` (``dashboard.js``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -25,6 +25,7 @@ from pail.operate.objects import JobKind
 from pail.operate.queues import queue_label
 from pail.operate.snapshot import Census, Count
 from pail.operate.text import duration, one_line
+from pail.protocol.pause import PauseState
 from pail.status import JobStatus
 
 DEFAULT_QUEUE_SLUG = "_"
@@ -46,6 +47,10 @@ NOTICES = {
     "deleted": "Dead letter {id} was deleted. The job stays failed.",
     "changed": "Dead letter {id} changed since you inspected it: nothing deleted. Look again.",
     "gone": "Dead letter {id} is gone already.",
+    "paused": "The queue is paused: workers claim nothing from their next page refill.",
+    "already-paused": "The queue was paused already.",
+    "resumed": "The queue was resumed: workers claim again at their next refill.",
+    "not-paused": "The queue was not paused.",
 }
 
 
@@ -176,12 +181,20 @@ def census_cells(namespace: str, census: Census) -> str:
     return "".join(f'<td class="num">{cell}</td>' for cell in cells)
 
 
+PAUSED_BADGE = ' <span class="badge paused">paused</span>'
+
+
 def overview(
-    frame: Frame, rows: Sequence[tuple[str, Census]], foreign: Sequence[str], exact: bool
+    frame: Frame,
+    rows: Sequence[tuple[str, Census]],
+    foreign: Sequence[str],
+    exact: bool,
+    paused: Collection[str] = (),
 ) -> str:
     head = "".join(f'<th scope="col">{_e(c)}</th>' for c in ("queue", *CENSUS_COLUMNS))
     body = "".join(
-        f'<tr><th scope="row"><a href="{_e(queue_path(ns))}">{_e(queue_label(ns))}</a></th>{census_cells(ns, census)}</tr>'
+        f'<tr><th scope="row"><a href="{_e(queue_path(ns))}">{_e(queue_label(ns))}</a>'
+        f"{PAUSED_BADGE if ns in paused else ''}</th>{census_cells(ns, census)}</tr>"
         for ns, census in rows
     )
     if not rows:
@@ -302,6 +315,7 @@ def queue_page(frame: Frame, view: QueueView) -> str:
     nav = f'<nav aria-label="Job lists"><ul class="tabs">{links}<li><a href="{_e(queue_path(ns))}/dlq">Dead-letter queue</a></li></ul></nav>'
     body = (
         nav
+        + pause_section(ns, view.pause)
         + counts
         + chart
         + running_table(ns, view.running, view.running_more)
@@ -309,6 +323,25 @@ def queue_page(frame: Frame, view: QueueView) -> str:
     )
     return layout(
         frame, f"Queue {queue_label(ns)}", body, crumbs=[(queue_path(ns), queue_label(ns))]
+    )
+
+
+def pause_section(namespace: str, state: PauseState | None) -> str:
+    """Whether workers claim from the queue, and the link to pause or resume it (confirmed)."""
+    path = queue_path(namespace)
+    if state is None:
+        return (
+            '<section data-live id="pause" class="pause-state"><p>Workers claim jobs from this queue. '
+            f'<a class="button" id="pause-queue" href="{_e(path)}/pause">Pause…</a></p></section>'
+        )
+    who = f" by {_e(one_line(state.by, 60))}" if state.by else ""
+    why = f": {_e(one_line(state.reason, 120))}" if state.reason else ""
+    since = state.paused_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        '<section data-live id="pause" class="pause-state paused" role="status">'
+        f"<p><strong>Paused</strong> since {_e(since)}{who}{why}. Workers claim nothing; "
+        "running jobs finish. "
+        f'<a class="button" id="resume-queue" href="{_e(path)}/resume">Resume…</a></p></section>'
     )
 
 
@@ -454,10 +487,17 @@ def confirm_page(
     button: str,
     fields: Mapping[str, str],
     back: str,
+    reason: str | None = None,
 ) -> str:
+    """A confirmation form; ``reason`` labels an optional text box sent as ``reason``."""
     hidden = "".join(
         f'<input type="hidden" name="{_e(k)}" value="{_e(v)}">' for k, v in fields.items()
     )
+    if reason is not None:
+        hidden += (
+            f'<p><label for="reason">{_e(reason)}</label> '
+            '<input type="text" id="reason" name="reason" maxlength="500" size="50"></p>'
+        )
     body = f"""<section class="confirm"><p>{_e(question)}</p>
 <form method="post" action="{_e(action)}"><input type="hidden" name="csrf" value="{_e(frame.csrf)}">{hidden}
 <button type="submit" class="danger" id="confirm">{_e(button)}</button>

@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pail.keys import ALL_PREFIXES, DEDUP, validate_namespace
+from pail.keys import ALL_PREFIXES, DEDUP, SYSTEM, validate_namespace
 from pail.store.base import PrefixLister, Store
 
 DEFAULT_MAX_QUEUES = 100
-_MARKERS = frozenset((*ALL_PREFIXES, DEDUP))
+# _pail/ too: a queue paused before its first job (or holding only its reaper's
+# cursor) is a queue, and the default queue's _pail/ is not a foreign folder.
+_MARKERS = frozenset((*ALL_PREFIXES, DEDUP, SYSTEM))
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,10 @@ reads it whole within ``S * ceil(B / page_size)`` refills, so within
 ``S * ceil(B / page_size) * UNORDERED_CLAIMS_PER_PAGE`` of its claims:
 1,000 claims for 10,000 entries in one shard (``tests/unit/test_unordered_claims.py``).
 
+A paused queue (``pail.protocol.pause``) claims nothing: a refill that
+found candidates HEADs the pause marker, and if it exists drops the page
+(``Claimer.paused`` says so). One HEAD per refill, none per claim.
+
 Foreign bytes under ``queue/`` (an entry that is not a pending job pail can
 run: not JSON, wrong types, too deep, or a payload with ``NaN`` as pailq
 0.1.1 writes it) are quarantined on the claim's way: dead-lettered with
@@ -99,6 +103,7 @@ from pail.ids import new_token
 from pail.keys import FLAT, QUEUE, Keys
 from pail.protocol import cancel, delay, redrive, transitions
 from pail.protocol.lease import Lease
+from pail.protocol.pause import PauseCheck
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import ListPage, PrefixLister, Store, StoredObject
 
@@ -170,6 +175,9 @@ class Claimer:
         self._cursor = 0
         self._listed_at = 0.0
         self.lists = 0
+        self._pause_check = PauseCheck(store, keys)
+        self.paused = False
+        """True when this claimer's last refill found the queue paused (``pail.protocol.pause``)."""
 
     def claim(self, *, polling: bool = False) -> Lease | None:
         """Claim one pending job, or return None if the queue looks empty.
@@ -203,6 +211,8 @@ class Claimer:
                     return None
                 self._refill()
                 lists += 1
+                if self.paused:
+                    return None  # the whole queue is paused: no other source either
                 if not self._cache:
                     if len(self._sources) == 1:
                         return None
@@ -269,6 +279,10 @@ class Claimer:
             token = self._list_into_cache(token)
         if not self._store.ordered_listing:
             self._tokens[self._source] = token  # None: the next refill starts from the top
+        # A paused queue claims nothing: one HEAD per refill that found candidates.
+        self.paused = bool(self._cache) and self._pause_check()
+        if self.paused:
+            self._cache = []
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
         self._listed_at = self._clock.monotonic()
 

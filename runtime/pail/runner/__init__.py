@@ -191,6 +191,7 @@ def run(
             polling=polling,
             observer=observer,
             clock=pail.clock,
+            paused=lambda: pail.claims_paused,
         )
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)
