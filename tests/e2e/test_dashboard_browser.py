@@ -110,7 +110,7 @@ def test_given_a_bucket_when_the_overview_opens_then_every_queue_with_its_counts
     rows = board.locator("table.census tbody tr")
     expect()(rows).to_have_count(2)
     default = rows.nth(0)
-    expect()(default.locator("th")).to_have_text("(default)")
+    expect()(default.locator("th a")).to_have_text("(default)")
     # pending, delayed, running, done, dead-lettered, cancelled, foreign
     cells = default.locator("td.num")
     expect()(cells.nth(0)).to_have_text("3")
@@ -257,3 +257,33 @@ def test_given_the_queue_page_open_when_a_job_is_enqueued_then_the_count_updates
 
     expect()(pending).to_have_text("4")
     assert board.evaluate("window.__same_document") is True  # refreshed in place, not reloaded
+
+
+def test_given_the_queue_page_when_paused_and_resumed_after_confirming_then_it_shows_each_state(
+    board: Page, server: DashboardServer, queue: tuple[Pail, Population], shots: Path
+) -> None:
+    pail, _ = queue
+    board.goto(f"{server.origin}/q/_")
+    board.get_by_role("link", name="Pause…").click()
+    expect()(board.locator("h1")).to_have_text("Pause (default)")
+    assert pail.paused() is None  # the confirmation page changed nothing
+    board.get_by_label("Reason").fill("deploying v2")
+    board.get_by_role("button", name="Pause the queue").click()
+
+    expect()(board.locator("#notice")).to_contain_text("The queue is paused")
+    expect()(board.locator("#queue-pause")).to_contain_text("Paused since")
+    expect()(board.locator("#queue-pause")).to_contain_text("deploying v2")
+    state = pail.paused()
+    assert state is not None and state.reason == "deploying v2"
+    assert pail.work_once(lambda payload: payload) is False  # workers claim nothing
+    screenshot(board, shots, "queue-paused")
+    board.goto(server.origin)
+    expect()(board.locator("table.census tbody tr").nth(0).locator(".badge")).to_have_text("paused")
+
+    board.goto(f"{server.origin}/q/_")
+    board.get_by_role("link", name="Resume…").click()
+    board.get_by_role("button", name="Resume the queue").click()
+
+    expect()(board.locator("#notice")).to_contain_text("The queue was resumed")
+    expect()(board.locator("#pause-queue")).to_be_visible()
+    assert pail.paused() is None

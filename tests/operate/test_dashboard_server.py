@@ -251,3 +251,44 @@ def test_given_more_jobs_than_a_page_when_the_queue_page_renders_then_the_count_
 
     pending = re.search(r'aria-label="pending: ([^"]+)"', page)
     assert pending is not None and pending.group(1) == "≥2"
+
+
+def test_given_the_token_when_pause_and_resume_then_the_marker_comes_and_goes(
+    server: DashboardServer, connect_pail: Pail
+) -> None:
+    client = Client(server)
+    confirm_page = client.request("GET", "/q/_/pause")
+    no_token = client.request("POST", "/q/_/pause", body="")
+    assert confirm_page[0] == 200 and no_token[0] == 403
+    assert connect_pail.paused() is None  # neither the GET nor the refused POST paused it
+    token = client.csrf("/q/_/pause")
+
+    status, headers, _ = client.request(
+        "POST", "/q/_/pause", body=urlencode({"csrf": token, "reason": "<b>deploy</b>"})
+    )
+    state = connect_pail.paused()
+    _, _, page = client.request("GET", headers["location"])
+
+    assert status == 303 and "notice=paused" in headers["location"]
+    assert state is not None and state.reason == "<b>deploy</b>"
+    assert "&lt;b&gt;deploy&lt;/b&gt;" in page and 'id="resume-queue"' in page
+    _, _, overview = client.request("GET", "/")
+    assert 'class="badge paused"' in overview
+
+    status, headers, _ = client.request("POST", "/q/_/resume", body=urlencode({"csrf": token}))
+
+    assert status == 303 and "notice=resumed" in headers["location"]
+    assert connect_pail.paused() is None
+
+
+def test_given_a_foreign_pause_marker_when_the_queue_page_renders_then_paused_without_details(
+    server: DashboardServer, connect_pail: Pail
+) -> None:
+    connect_pail.enqueue({"n": 1})
+    connect_pail.store.put(connect_pail.keys.paused(), b"<script>alert(1)</script>\xff")
+    client = Client(server)
+
+    status, _, page = client.request("GET", "/q/_")
+
+    assert status == 200 and "<strong>Paused</strong> since" in page
+    assert "<script>alert(1)" not in page

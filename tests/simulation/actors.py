@@ -271,6 +271,9 @@ def redriver(world: World, process: Process) -> None:
         max_retries=config.max_retries,
         shards=config.grown_shards,
     )
+    # Its choices come from a stream of its own: the number of requests other actors
+    # make (each draws from world.rng) must not turn a one-job redrive into redrive(all).
+    picker = random.Random(f"redriver-{config.seed}-{process.name}")
     while world.chaos_on:
         world.scheduler.sleep(world.rng.uniform(0.05, config.visibility_timeout))
         dead = [
@@ -280,8 +283,8 @@ def redriver(world: World, process: Process) -> None:
         ]
         if not dead:
             continue
-        everything = world.rng.random() < 0.2
-        chosen = dead if everything else [world.rng.choice(dead)]
+        everything = picker.random() < 0.2
+        chosen = dead if everything else [picker.choice(dead)]
         try:
             with world.phase("redrive"):
                 done = pail.redrive(all=True) if everything else pail.redrive(chosen[0])

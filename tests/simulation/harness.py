@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from itertools import count
-from typing import Any
+from typing import Any, Protocol
 
 from pail import queue as pail_queue
 from pail.keys import Keys
@@ -33,8 +33,9 @@ from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.store.base import StoredObject
 from tests.simulation import actors
-from tests.simulation.hostile import Foreign, extras_for
+from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
+from tests.simulation.pausing import pauser_for
 from tests.simulation.scheduler import Actor, Process, ProcessClock, Scheduler
 from tests.simulation.sim_store import FaultRates, Latency, SimStore
 
@@ -42,6 +43,29 @@ MAX_STEPS = 300_000
 SETTLE_ROUNDS = 4
 
 ActorBody = Callable[["World", Process], None]
+
+
+class Extra(Protocol):
+    """Actors that join a run with invariants of their own (``hostile.Foreign``, ``pausing.Pauser``)."""
+
+    def start(self, world: World) -> None: ...
+
+    def quiet(self, world: World) -> bool: ...
+
+    def check(self, world: World) -> None: ...
+
+    def request(self, world: World, actor: Actor | None, op: str, key: str, outcome: str) -> None:
+        """Every request the store answered (``SimStore``'s observer), after the ledger."""
+
+    def mutated(
+        self,
+        world: World,
+        key: str,
+        before: StoredObject | None,
+        after: StoredObject | None,
+        actor: Actor | None,
+    ) -> None:
+        """Every change the store applied, after the ledger."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +274,7 @@ class World:
         model: Model = PAIL,
         *,
         full_trace: bool = False,
-        extras: Sequence[Foreign] = (),
+        extras: Sequence[Extra] = (),
     ) -> None:
         self.config = config
         self.extras = list(extras)
@@ -318,9 +342,13 @@ class World:
     ) -> None:
         self.ledger.call = self.store.applying  # a resend of one call is one write
         self.ledger.mutated(key, before, after, actor)
+        for extra in self.extras:
+            extra.mutated(self, key, before, after, actor)
 
     def request(self, actor: Actor | None, op: str, key: str, outcome: str) -> None:
         self.ledger.request(actor, op, key, outcome)
+        for extra in self.extras:
+            extra.request(self, actor, op, key, outcome)
 
     def checkpoint(self, actor: Actor) -> None:
         """Maybe crash or stall ``actor``'s process, here, between two requests."""
@@ -593,17 +621,21 @@ def run_seed(
     full_trace: bool = False,
     hostile: bool = False,
     sharded: bool = False,
+    pausing: bool = False,
 ) -> Outcome:
     """Simulate the run of ``seed`` and check every invariant; see the module docstring.
 
     The outcome's trace holds the events of the jobs involved in a failure
     (every event with ``full_trace``). With ``hostile``, foreign writers
-    drawn from the seed join the run (``tests/simulation/hostile.py``).
+    drawn from the seed join the run (``tests/simulation/hostile.py``); with
+    ``pausing``, an operator pauses and resumes the queue (``tests/simulation/pausing.py``).
 
     >>> run_seed(1).failed
     False
     """
-    extras = extras_for(seed) if hostile and model is PAIL else []
+    extras: list[Extra] = [*extras_for(seed)] if hostile and model is PAIL else []
+    if pausing and model is PAIL:
+        extras.append(pauser_for(seed))
     config = SimConfig.for_seed(seed, chaos=chaos)
     if sharded:
         config = sharded_config(config)

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING
 from pail.codec import META_OUTCOME, OUTCOME_CANCELLED, DeadLetter
 from pail.errors import ConditionFailedError, DecodeError, StorageError
 from pail.queue import Pail
+from pail.store.base import StoredObject
 from tests.simulation.invariants import Kind
-from tests.simulation.scheduler import Process
+from tests.simulation.scheduler import Actor, Process
 from tests.support.hostile import LEASE_BODIES, LETTER_BODIES, QUEUE_BODIES
 
 if TYPE_CHECKING:
@@ -121,6 +122,19 @@ class Foreign:
         for job_id in self.nan_jobs:
             if not (self._quarantined(world, job_id) or self._cancelled(world, job_id)):
                 self._violate(world, job_id, "pailq NaN job not dead-lettered with its bytes")
+
+    def request(self, world: World, actor: Actor | None, op: str, key: str, outcome: str) -> None:
+        """Nothing to watch per request: the invariants are checked at quiescence."""
+
+    def mutated(
+        self,
+        world: World,
+        key: str,
+        before: StoredObject | None,
+        after: StoredObject | None,
+        actor: Actor | None,
+    ) -> None:
+        """Nothing to watch per write: the invariants are checked at quiescence."""
 
     # -- actors -------------------------------------------------------------
 

@@ -90,6 +90,8 @@ class Kind(StrEnum):
     """A job's keys in two shard segments: a job must keep the shard it was enqueued in."""
     FOREIGN = "foreign-bytes"
     """A foreign object was not quarantined, passed by or left alone as the rule says (``hostile``)."""
+    PAUSE = "claimed-while-paused"
+    """A worker claimed a job after a refill of its own had seen the queue paused (``pausing``)."""
 
 
 class Rules(StrEnum):

@@ -64,12 +64,19 @@ class Sweep:
 
 
 def _chunk(
-    seeds: Sequence[int], model: str, chaos: bool, hostile: bool = False, sharded: bool = False
+    seeds: Sequence[int],
+    model: str,
+    chaos: bool,
+    hostile: bool = False,
+    sharded: bool = False,
+    pausing: bool = False,
 ) -> Sweep:
     result = Sweep()
     chosen = model_named(model)
     for seed in seeds:
-        outcome = run_seed(seed, chosen, chaos=chaos, hostile=hostile, sharded=sharded)
+        outcome = run_seed(
+            seed, chosen, chaos=chaos, hostile=hostile, sharded=sharded, pausing=pausing
+        )
         result.seeds += 1
         result.counts += outcome.counts
         result.faults += outcome.faults
@@ -93,11 +100,13 @@ def sweep(
     processes: int = 2,
     hostile: bool = False,
     sharded: bool = False,
+    pausing: bool = False,
 ) -> Sweep:
     """Simulate every seed in ``seeds`` on ``processes`` processes; see ``Sweep``.
 
     ``hostile`` adds the foreign writers of ``tests/simulation/hostile.py``;
-    ``sharded`` runs each seed on a sharded queue that grows (``harness.sharded_config``).
+    ``sharded`` runs each seed on a sharded queue that grows (``harness.sharded_config``);
+    ``pausing`` adds the pausing operator of ``tests/simulation/pausing.py``.
 
     >>> sweep(range(3), processes=1).failed_seeds
     []
@@ -106,13 +115,13 @@ def sweep(
     total = Sweep()
     if processes <= 1:
         for chunk in _chunks(seeds):
-            total.add(_chunk(chunk, model, chaos, hostile, sharded))
+            total.add(_chunk(chunk, model, chaos, hostile, sharded, pausing))
     else:
         # spawn, not fork: the caller (pytest) may have threads running.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(processes, mp_context=context) as pool:
             futures = [
-                pool.submit(_chunk, chunk, model, chaos, hostile, sharded)
+                pool.submit(_chunk, chunk, model, chaos, hostile, sharded, pausing)
                 for chunk in _chunks(seeds)
             ]
             for future in futures:

@@ -331,14 +331,14 @@ def pause_section(namespace: str, state: PauseState | None) -> str:
     path = queue_path(namespace)
     if state is None:
         return (
-            '<section data-live id="pause" class="pause-state"><p>Workers claim jobs from this queue. '
+            '<section data-live id="queue-pause" class="pause-state"><p>Workers claim jobs from this queue. '
             f'<a class="button" id="pause-queue" href="{_e(path)}/pause">Pause…</a></p></section>'
         )
     who = f" by {_e(one_line(state.by, 60))}" if state.by else ""
     why = f": {_e(one_line(state.reason, 120))}" if state.reason else ""
     since = state.paused_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     return (
-        '<section data-live id="pause" class="pause-state paused" role="status">'
+        '<section data-live id="queue-pause" class="pause-state paused" role="status">'
         f"<p><strong>Paused</strong> since {_e(since)}{who}{why}. Workers claim nothing; "
         "running jobs finish. "
         f'<a class="button" id="resume-queue" href="{_e(path)}/resume">Resume…</a></p></section>'

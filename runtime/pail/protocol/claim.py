@@ -280,7 +280,11 @@ class Claimer:
         if not self._store.ordered_listing:
             self._tokens[self._source] = token  # None: the next refill starts from the top
         # A paused queue claims nothing: one HEAD per refill that found candidates.
-        self.paused = bool(self._cache) and self._pause_check()
+        try:
+            self.paused = bool(self._cache) and self._pause_check()
+        except PailError:
+            self.forget()  # a page whose pause check failed must never be walked
+            raise
         if self.paused:
             self._cache = []
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
