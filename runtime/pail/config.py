@@ -44,6 +44,8 @@ ENV_TRACING = "PAIL_TRACING"
 ENV_GRACE_PERIOD = "PAIL_GRACE_PERIOD_SECONDS"
 ENV_JOB_TIMEOUT = "PAIL_JOB_TIMEOUT_SECONDS"
 ENV_SELF_HEAL_AFTER = "PAIL_SELF_HEAL_AFTER_SECONDS"
+ENV_METRICS = "PAIL_METRICS"
+"""``pail work``'s metrics: ``emf`` (CloudWatch EMF lines on stdout), ``none``, or ``auto``."""
 
 ALL_ENV_VARS: tuple[str, ...] = (
     ENV_BUCKET,
@@ -60,6 +62,7 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_GRACE_PERIOD,
     ENV_JOB_TIMEOUT,
     ENV_SELF_HEAL_AFTER,
+    ENV_METRICS,
 )
 
 DEFAULT_VISIBILITY_TIMEOUT = 30.0

@@ -12,6 +12,7 @@ runs these same commands.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,9 @@ from pail.cli.exit_codes import (
 )
 from pail.cli.params import Seconds
 from pail.cli.worker_log import worker_logging
-from pail.drain import Tally
+from pail.drain import Observer, Tally
+from pail.emf import EVERY as EMF_EVERY
+from pail.emf import EmfReporter, MetricsMode, parse_mode
 from pail.errors import ConfigurationError, PailError
 from pail.output import to_json_text
 from pail.queue import Pail
@@ -84,8 +87,16 @@ def _worker_options[F: Callable[..., Any]](func: F) -> F:
             show_default=True,
             help="Log lines as text, or as one JSON object per line (for log shippers).",
         ),
-        # Tests shorten it; an operator has no reason to.
+        click.option(
+            "--metrics",
+            type=click.Choice([mode.value for mode in MetricsMode]),
+            default=None,
+            help="CloudWatch EMF metrics as JSON lines on stdout, one record a minute: emf, "
+            f"none, or auto (emf inside an ECS task) [env {config.ENV_METRICS}; default auto].",
+        ),
+        # Tests shorten them; an operator has no reason to.
         click.option("--idle-every", type=click.FloatRange(min=0.05), default=None, hidden=True),
+        click.option("--metrics-every", type=click.FloatRange(min=0.05), default=None, hidden=True),
     ]
     for decorate in reversed(decorators):
         func = decorate(func)
@@ -124,6 +135,8 @@ def _run(
     log_level: str | None = None,
     log_format: worker_log.LogFormat = "text",
     idle_every: float | None = None,
+    metrics: str | None = None,
+    metrics_every: float | None = None,
 ) -> None:
     opts = options(ctx)
     level = log_level or ("debug" if opts.debug else "info")
@@ -139,6 +152,8 @@ def _run(
             job_timeout=job_timeout,
             poll_interval=poll_interval,
             idle_every=idle_every,
+            metrics=metrics,
+            metrics_every=metrics_every,
         )
         unrecorded = f", {summary.unrecorded} not recorded" if summary.unrecorded else ""
         log.info(
@@ -167,8 +182,11 @@ def _serve(
     job_timeout: float | None,
     poll_interval: float,
     idle_every: float | None,
+    metrics: str | None,
+    metrics_every: float | None,
 ) -> Tally:
     reporter = None
+    emf: EmfReporter | None = None
     try:
         settings = config.RunSettings.from_env(
             handler=handler,
@@ -182,10 +200,23 @@ def _serve(
         function = runner.load_handler(settings.handler)
         pail = opts.connect(resolve_bucket(bucket))
         _start_line(pail, settings.handler, once=once, poll_interval=poll_interval)
+        mode = config.resolve(
+            parse_mode(metrics) if metrics else None,
+            config.ENV_METRICS,
+            None,
+            default=MetricsMode.AUTO,
+            parse=parse_mode,
+        )
         if not once:
             reporter = worker_log.IdleReporter(
                 every=idle_every or worker_log.IDLE_EVERY, poll_interval=poll_interval
             ).start()
+        observer: Observer | None = reporter
+        if mode.resolve(os.environ) is MetricsMode.EMF:
+            emf = EmfReporter(
+                pail.keys.namespace, every=metrics_every or EMF_EVERY, inner=reporter
+            ).start()
+            observer = emf
         return runner.run(
             pail,
             function,
@@ -195,13 +226,15 @@ def _serve(
             poll_interval=poll_interval,
             grace_period=settings.grace_period,
             job_timeout=settings.job_timeout,
-            observer=reporter,
+            observer=observer,
         )
     except PailError as exc:
         raise CommandError(message_for(exc), worker_exit_code_for(exc)) from exc
     finally:
         if reporter is not None:
             reporter.stop()
+        if emf is not None:
+            emf.close()  # the last record, before the summary line
 
 
 @click.command(epilog=WORKER_HELP)
@@ -225,7 +258,9 @@ def work(ctx: click.Context, /, **options: Any) -> None:
     period, or gives its lease back so another worker takes it at once.
 
     Its log (stderr) starts with the bucket, queue and handler it serves,
-    has a line per job, and one a minute while idle.
+    has a line per job, and one a minute while idle. With --metrics emf
+    (the default inside an ECS task) stdout gets a CloudWatch EMF record a
+    minute: the worker Lambda's metrics, for the construct's alarms.
     """
     _run(ctx, once=False, **options)
 
