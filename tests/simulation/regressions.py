@@ -203,7 +203,7 @@ def _requeue_repeats_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
-        181,
+        6,
         Kind.LOST,
         "A claim stalls between PUT run/ and DELETE queue/; the reaper finds the expired "
         "lease with its pending entry still there and drops the lease; the claim resumes and "
@@ -212,7 +212,7 @@ REGRESSIONS = (
     ),
     Regression(
         "reaped-dead-marker-without-dlq",
-        117,
+        444,
         Kind.TERMINAL,
         "A reaper fences an expired lease with no retries left and writes the dead marker, "
         "then dies; the next reaper sees a RUNNING (not DYING) lease beside the marker and only "
@@ -221,7 +221,7 @@ REGRESSIONS = (
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
-        3,
+        30,
         Kind.RESENT_ENQUEUE_RERUN,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
@@ -230,7 +230,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        1080,
+        3795,
         Kind.RETRY_POLICY,
         "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
         "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
@@ -239,7 +239,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stalled-claimer-runs-in-parallel",
-        2,
+        6,
         Kind.PARALLEL,
         "A claimer stalls after its lease write (or after deleting the entry) past the lease; "
         "the reaper fences the lease and requeues the job; another worker claims and runs it. "
@@ -250,7 +250,7 @@ REGRESSIONS = (
     ),
     Regression(
         "redrive-deletes-a-cancellation",
-        152,
+        819,
         Kind.RESULT_CHANGED,
         "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
         "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
@@ -259,7 +259,7 @@ REGRESSIONS = (
     ),
     Regression(
         "half-done-redrive-dead-again",
-        29,
+        57,
         Kind.TERMINAL,
         "A redrive stops after writing the new entry (or after deleting the record); the claim "
         "of the redriven entry finds the old dead marker and takes it for the job's end: the job "
@@ -268,7 +268,7 @@ REGRESSIONS = (
     ),
     Regression(
         "late-retry-entry-hides-done",
-        432,
+        62,
         Kind.STATUS,
         "A stalled owner's retry entry lands after another worker finished the job; status "
         "reads queue/ first and says pending for a done job (issue 12, defect 7).",
@@ -276,7 +276,7 @@ REGRESSIONS = (
     ),
     Regression(
         "late-dead-letter-outlives-redrive",
-        6416,
+        89,
         Kind.TERMINAL,
         "A dead-letter writer stalls (or its dlq/ PUT is resent late); the reaper finishes the "
         "dead-letter, an operator redrives the job, and the late write re-creates the record "
@@ -295,7 +295,7 @@ REGRESSIONS = (
     ),
     Regression(
         "requeue-repeats-its-bytes",
-        4756,
+        1484,
         Kind.SAME_BYTES,
         "A requeue's create-only PUT lands, a claim takes the entry, and the requeue's next try "
         "writes the same bytes again: a claimer holding the first entry's ETag would match it.",
