@@ -285,7 +285,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-lease-takes-a-redriven-entry",
-        2521,
+        22056,
         Kind.LOST,
         "A claimer reads an entry, stalls, and writes its lease after the job died and was "
         "redriven; it crashes. The reaper fences that stale lease and takes the redriven "
