@@ -357,7 +357,7 @@ class Pail:
         return Message(self._store, lease.keys, lease, self._policy, self._clock, self.write_stats)
 
     def work_once(self, handler: Handler, *, job_timeout: float | None = None) -> bool:
-        """Process one job with ``handler(payload)``; False if the queue was empty.
+        """Process one job with ``handler(payload)``; False if the queue was empty (or paused).
 
         A job that raises is put back for a retry (or dead-lettered once
         retries are exhausted) and this still returns True. ``job_timeout``
@@ -394,9 +394,10 @@ class Pail:
     ) -> int:
         """Process jobs until ``stop`` is set (or forever); return how many were processed.
 
-        When the queue is empty it polls adaptively: from ``min_poll_interval``
-        doubling up to ``poll_interval`` seconds, and back to the floor as soon
-        as a job turns up; storage errors back off the same way. Intervals are
+        When the queue is empty (or paused: ``pause()``, which it logs) it
+        polls adaptively: from ``min_poll_interval`` doubling up to
+        ``poll_interval`` seconds, and back to the floor as soon as a job
+        turns up; storage errors back off the same way. Intervals are
         finite seconds (at most a year); ``max_jobs`` is a whole number or None.
         Jobs run as in ``work_once``. Once ``stop`` is set nothing more is
         claimed, and the running job's ``current_job().stopping`` is set; it
