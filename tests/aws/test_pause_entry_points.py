@@ -9,7 +9,7 @@ from typing import Any
 from pail import JobState, MemoryStore, Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.aws.reaper import ReaperFunction
-from tests.aws.conftest import FakeContext, LogCapture
+from tests.support.lambdas import FakeContext, LogCapture
 
 
 def double(payload: dict[str, Any]) -> dict[str, Any]:

@@ -6,8 +6,7 @@ import json
 
 from pail import JobState, Pail
 from pail.local import LocalS3
-from tests.cli.conftest import Invoke
-from tests.cli.processes import LineReader, pail_script, process_env, start
+from tests.support.command import Invoke, LineReader, pail_script, process_env, start
 
 HANDLER = ("--handler", "tests.cli.handlers:double")
 

@@ -11,8 +11,7 @@ from pail import Pail, metrics_names
 from pail.drain import JobReport, Outcome
 from pail.emf import MAX_VALUES, EmfReporter
 from pail.local import LocalS3
-from tests.cli.conftest import Invoke
-from tests.cli.processes import LineReader, pail_script, process_env, start
+from tests.support.command import Invoke, LineReader, pail_script, process_env, start
 
 ECS = {"ECS_CONTAINER_METADATA_URI_V4": "http://127.0.0.1:9/v4/task"}
 
