@@ -455,8 +455,9 @@ class PailQueue(Construct):
         }
         if self.namespace:
             env[config.ENV_QUEUE] = self.namespace
-        if self.shards > 1:
-            env[config.ENV_SHARDS] = str(self.shards)
+        # Always set, 1 too: an explicit count needs no read of the layout
+        # marker, which a producer granted queue/* only may not read.
+        env[config.ENV_SHARDS] = str(self.shards)
         return env
 
     def enqueued_event_pattern(self) -> events.EventPattern:

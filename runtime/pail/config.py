@@ -249,8 +249,9 @@ class Settings:
     max_retries: int | None = DEFAULT_MAX_RETRIES
     region: str | None = None
     profile: str | None = None
-    shards: int = 1
-    """How many prefixes the queue's keys spread over (``pail.keys``; ``docs/scaling.md``)."""
+    shards: int | None = None
+    """How many prefixes the queue's keys spread over (``pail.keys``; ``docs/scaling.md``).
+    None: not given, so the queue's layout marker says (``pail.protocol.layout``)."""
 
     @classmethod
     def from_env(
@@ -301,12 +302,14 @@ class Settings:
             region=region,
             profile=profile,
             shards=_validated_shards(
-                resolve(shards, ENV_SHARDS, env, default=1, parse=parse_shards)
+                resolve(shards, ENV_SHARDS, env, default=None, parse=parse_shards)
             ),
         )
 
 
-def _validated_shards(shards: int) -> int:
+def _validated_shards(shards: int | None) -> int | None:
+    if shards is None:
+        return None  # discovered from the bucket (pail.protocol.layout)
     try:
         return validate_shards(shards)
     except ValueError as exc:

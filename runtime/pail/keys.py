@@ -48,6 +48,8 @@ SYSTEM = "_pail/"
 REAP_CURSOR = "reap-cursor"
 PAUSED = "paused"
 """Under ``_pail/``: while this object exists, the queue is paused (``pail.protocol.pause``)."""
+LAYOUT = "shards"
+"""Under ``_pail/``: the queue's shard count, for processes not told it (``pail.protocol.layout``)."""
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -276,6 +278,14 @@ class Keys:
         ('reports/_pail/paused', '_pail/paused')
         """
         return f"{self.root}{SYSTEM}{PAUSED}"
+
+    def layout_marker(self) -> str:
+        """The object that records the queue's shard count (``pail.protocol.layout``).
+
+        >>> Keys("reports").layout_marker()
+        'reports/_pail/shards'
+        """
+        return f"{self.root}{SYSTEM}{LAYOUT}"
 
     def entry_id(self, key: str, state: str) -> str | None:
         """The job id of ``key`` under ``state``'s prefix, or None if the key names no job.

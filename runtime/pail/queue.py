@@ -48,7 +48,7 @@ from pail.operate import purge as purge_ops
 from pail.operate.jobs import JobPage, list_jobs
 from pail.operate.objects import JobKind
 from pail.operate.queues import QueueList, list_queues
-from pail.protocol import cancel, dedup, redrive
+from pail.protocol import cancel, dedup, layout, redrive
 from pail.protocol import pause as pause_marker
 from pail.protocol.claim import Claimer
 from pail.protocol.delay import Priority, due_for, due_time
@@ -96,12 +96,19 @@ class Pail:
         clock: Clock | None = None,
         owner: str | None = None,
         retry_policy: RetryPolicy | None = None,
-        shards: int = 1,
+        shards: int | None = None,
     ) -> None:
         try:
-            self._keys = Keys(queue, shards=shards)
+            self._keys = Keys(queue, shards=1 if shards is None else shards)
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
+        # Not given: the layout marker's count, read at the first operation
+        # that needs it. Given above 1: written into the marker before the
+        # first enqueue, claim or reap (pail.protocol.layout).
+        self._explicit_shards = shards
+        self._layout_lock = threading.Lock()
+        self._layout_known = shards is not None
+        self._marker_due = shards is not None and shards > 1
         self._store = store
         self._policy = Policy(
             validate_max_retries(max_retries),
@@ -130,7 +137,7 @@ class Pail:
         profile: str | None = None,
         client: S3Client | None = None,
         retry_policy: RetryPolicy | None = None,
-        shards: int = 1,
+        shards: int | None = None,
     ) -> Pail:
         """Connect to the queue in ``bucket``. Only this method builds a boto3 client.
 
@@ -138,7 +145,9 @@ class Pail:
         ``queue`` names a namespace, so several queues can share a bucket.
         ``retry_policy`` sets a backoff between attempts (default: none).
         ``shards`` spreads the queue's keys over that many prefixes (a power
-        of two; 1, the default, is the flat layout): see ``docs/scaling.md``.
+        of two; 1 is the flat layout): see ``docs/scaling.md``. Not given,
+        the count the queue's layout marker records is used (one shard if
+        there is none), read once, at the first operation that needs it.
         """
         validate_bucket_name(bucket)
         if client is None:
@@ -188,7 +197,38 @@ class Pail:
 
     @property
     def keys(self) -> Keys:
+        """The queue's keys under its shard count: the one given, else the layout marker's.
+
+        Without an explicit count, the first use reads the marker (1 GET,
+        ``pail.protocol.layout``); the count is kept for this object's life.
+        """
+        if not self._layout_known:
+            with self._layout_lock:
+                if not self._layout_known:
+                    shards = layout.discover(self._store, self._keys)
+                    self._keys = Keys(self._keys.namespace, shards=shards)
+                    self._layout_known = True
         return self._keys
+
+    @property
+    def namespace(self) -> str:
+        """The queue's namespace (``""``: the default queue); known without a request."""
+        return self._keys.namespace
+
+    @property
+    def explicit_shards(self) -> int | None:
+        """The shard count this queue was given (argument, ``PAIL_SHARDS``, ``--shards``), or None."""
+        return self._explicit_shards
+
+    def _write_keys(self) -> Keys:
+        """``keys``, after recording an explicit count above 1 in the layout marker (once)."""
+        keys = self.keys
+        if self._marker_due:
+            with self._layout_lock:
+                if self._marker_due:
+                    layout.publish(self._store, keys, keys.shards, stats=self.write_stats)
+                    self._marker_due = False
+        return keys
 
     @property
     def clock(self) -> Clock:
@@ -234,7 +274,13 @@ class Pail:
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due).id
         return put_pending(
-            self._store, self._keys, payload, new_job_id(), now=now, due=due, stats=self.write_stats
+            self._store,
+            self._write_keys(),
+            payload,
+            new_job_id(),
+            now=now,
+            due=due,
+            stats=self.write_stats,
         )
 
     def enqueue_once(
@@ -258,11 +304,12 @@ class Pail:
         if due is None:
             due = due_for(priority, due_time(delay, not_before, now=now))
         return dedup.enqueue_keyed(
-            self._store, self._keys, payload, key, now=now, due=due, stats=self.write_stats
+            self._store, self._write_keys(), payload, key, now=now, due=due, stats=self.write_stats
         )
 
     def forget_key(self, key: str) -> None:
         """Forget dedup ``key``: the next enqueue with it creates a new job."""
+        # keys/ is not sharded: no need to know the layout.
         dedup.forget_key(self._store, self._keys, key)
 
     def enqueue_many(
@@ -288,11 +335,11 @@ class Pail:
             if len(set(chosen)) != len(chosen):
                 raise ConfigurationError("enqueue_many: ids must be distinct")
 
+        keys = self._write_keys() if payloads else self._keys  # nothing to send: no request
+
         def put(payload: Any, job_id: str) -> str:
             now = self._clock.now()
-            return put_pending(
-                self._store, self._keys, payload, job_id, now=now, stats=self.write_stats
-            )
+            return put_pending(self._store, keys, payload, job_id, now=now, stats=self.write_stats)
 
         return enqueue_many(put, payloads, chosen, max_workers=max_workers)
 
@@ -304,7 +351,7 @@ class Pail:
         status becomes ``cancelled``. Raises ``JobNotFoundError`` for an unknown id.
         """
         return cancel.cancel(
-            self._store, self._keys, validate_job_id(job_id), stats=self.write_stats
+            self._store, self.keys, validate_job_id(job_id), stats=self.write_stats
         )
 
     def _claimer(self) -> Claimer:
@@ -312,7 +359,7 @@ class Pail:
         if claimer is None:
             claimer = Claimer(
                 self._store,
-                self._keys,
+                self._write_keys(),
                 visibility_timeout=self._policy.visibility_timeout,
                 clock=self._clock,
                 owner=self._owner,
@@ -437,8 +484,8 @@ class Pail:
         """
         job_id = validate_job_id(job_id)
         obj = None
-        for layout in self._keys.layouts(job_id):
-            obj = self._store.get(layout.done(job_id))
+        for place in self.keys.layouts(job_id):
+            obj = self._store.get(place.done(job_id))
             if obj is not None:
                 break
         if obj is None or obj.metadata.get(META_OUTCOME) == OUTCOME_DEAD:
@@ -449,7 +496,7 @@ class Pail:
         """A presigned URL to GET the job's result object, valid ``expires_in`` seconds (1 to 604800)."""
         expires_in = validate_expiry(expires_in)
         job_id = validate_job_id(job_id)
-        keys = locate(self._store, self._keys, job_id)
+        keys = locate(self._store, self.keys, job_id)
         return self._store.presign_get(keys.done(job_id), expires_in)
 
     def status_urls(self, job_id: str, expires_in: int = 3600) -> dict[str, str]:
@@ -467,14 +514,14 @@ class Pail:
         """
         job_id = validate_job_id(job_id)
         expires_in = validate_expiry(expires_in)
-        layout = locate(self._store, self._keys, job_id)
+        layout = locate(self._store, self.keys, job_id)
         keys = {
             "pending": layout.queue(job_id),
             "running": layout.run(job_id),
             "done": layout.done(job_id),
             "failed": layout.dlq(job_id),
         }
-        waiting = find_delayed(self._store, self._keys, job_id)
+        waiting = find_delayed(self._store, self.keys, job_id)
         if waiting is not None:
             keys["delayed"] = waiting.key
         return {state: self._store.presign_get(key, expires_in) for state, key in keys.items()}
@@ -486,9 +533,9 @@ class Pail:
         listing of the delayed entries (only after its other keys were missed).
         """
         job_id = validate_job_id(job_id)
-        found = read_status(self._store, self._keys, job_id)
+        found = read_status(self._store, self.keys, job_id)
         if found is None:
-            found = read_delayed_status(self._store, self._keys, job_id)
+            found = read_delayed_status(self._store, self.keys, job_id)
         return found
 
     def stats(self) -> Stats:
@@ -498,14 +545,16 @@ class Pail:
         counted. Telling a cancelled job from a success costs one HEAD per
         ``done/`` object of a marker's size; nothing else is read.
         """
-        return count_jobs(self._store, self._keys)
+        return count_jobs(self._store, self.keys)
 
     # -- operating ----------------------------------------------------------
 
     def reap(self) -> ReapReport:
         """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent."""
         if self._reaper is None:
-            self._reaper = Reaper(self._store, self._keys, self._policy, stats=self.write_stats)
+            self._reaper = Reaper(
+                self._store, self._write_keys(), self._policy, stats=self.write_stats
+            )
         return self._reaper.reap()
 
     def dead_letters(self, limit: int | None = None) -> list[DeadLetter]:
@@ -518,7 +567,7 @@ class Pail:
         if limit is not None:
             validate_count("limit", limit)
         letters: list[DeadLetter] = []
-        for job_id, info in entries(self._store, self._keys, DLQ):
+        for job_id, info in entries(self._store, self.keys, DLQ):
             if limit is not None and len(letters) >= limit:
                 break
             obj = self._store.get(info.key)
@@ -539,7 +588,7 @@ class Pail:
         See ``pail.operate.dead_letters``.
         """
         return dead_letter_ops.delete_dead_letter(
-            self._store, self._keys, validate_job_id(job_id), etag=etag
+            self._store, self.keys, validate_job_id(job_id), etag=etag
         )
 
     def jobs(
@@ -563,7 +612,7 @@ class Pail:
             raise ConfigurationError(
                 f"unknown job state {state!r}: use one of {', '.join(JobKind)}"
             ) from None
-        return list_jobs(self._store, self._keys, kind, limit=limit, after=after, details=details)
+        return list_jobs(self._store, self.keys, kind, limit=limit, after=after, details=details)
 
     def purge(self, *, limit: int | None = None) -> purge_ops.PurgeReport:
         """Cancel every pending job (at most ``limit``); running jobs are never touched.
@@ -572,7 +621,7 @@ class Pail:
         """
         if limit is not None:
             validate_count("limit", limit)
-        return purge_ops.purge(self._store, self._keys, limit=limit, stats=self.write_stats)
+        return purge_ops.purge(self._store, self.keys, limit=limit, stats=self.write_stats)
 
     def pause(self, reason: str | None = None) -> bool:
         """Pause the queue: workers claim no job until ``resume()``; False if it was paused already.
@@ -617,11 +666,11 @@ class Pail:
             raise ConfigurationError("redrive needs exactly one of job_id or all=True")
         if job_id is not None:
             return [job_id] if self._redrive_one(validate_job_id(job_id), named=True) else []
-        ids = [job_id for job_id, _ in entries(self._store, self._keys, DLQ)]
+        ids = [job_id for job_id, _ in entries(self._store, self.keys, DLQ)]
         return [i for i in ids if self._redrive_one(i, named=False)]
 
     def _redrive_one(self, job_id: str, *, named: bool) -> bool:
-        keys = locate(self._store, self._keys, job_id)
+        keys = locate(self._store, self.keys, job_id)
         obj = self._store.get(keys.dlq(job_id))
         if obj is None:
             if named and self.status(job_id) is None:

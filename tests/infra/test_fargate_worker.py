@@ -34,6 +34,7 @@ def test_given_the_example_service_when_synthesised_then_tasks_run_work_with_the
         config.ENV_QUEUE: "exports",
         config.ENV_VISIBILITY_TIMEOUT: "30",
         config.ENV_MAX_RETRIES: "3",
+        config.ENV_SHARDS: "1",
         config.ENV_HANDLER: "report:run",
         config.ENV_GRACE_PERIOD: "115",
     }

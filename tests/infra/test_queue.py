@@ -225,6 +225,7 @@ def test_given_default_queue_when_synthesised_then_reaper_runs_the_runtime_handl
                     config.ENV_BUCKET: {"Ref": bucket},
                     config.ENV_VISIBILITY_TIMEOUT: "30",
                     config.ENV_MAX_RETRIES: "3",
+                    config.ENV_SHARDS: "1",
                     config.ENV_WORKER_FUNCTION: {"Ref": worker},
                 }
             },

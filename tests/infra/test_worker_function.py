@@ -31,6 +31,7 @@ def test_given_worker_when_synthesised_then_it_runs_the_users_handler_with_the_r
                     config.ENV_BUCKET: {"Ref": bucket},
                     config.ENV_VISIBILITY_TIMEOUT: "30",
                     config.ENV_MAX_RETRIES: "3",
+                    config.ENV_SHARDS: "1",
                     config.ENV_SAFETY_MARGIN: "60",
                 }
             },

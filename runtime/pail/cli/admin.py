@@ -169,7 +169,7 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
     reader = Reader(pail.store)
     rows = []
     for namespace in found.queues:
-        queue = Pail(pail.store, queue=namespace, shards=pail.keys.shards)
+        queue = Pail(pail.store, queue=namespace, shards=pail.explicit_shards)
         census = take_snapshot(queue.store, queue.keys, reader).census
         rows.append((namespace, census, is_paused(queue.store, queue.keys)))
 

@@ -126,7 +126,7 @@ def global_options[F: Callable[..., Any]](func: F) -> F:
         _option(
             "--shards",
             metavar="N",
-            help=f"Shard prefixes the queue's keys spread over, a power of two [env {ENV_SHARDS}; default 1].",
+            help=f"Shard prefixes the queue's keys spread over, a power of two [env {ENV_SHARDS}; default: what the queue's layout marker says, else 1].",
         ),
         _option("--json", "json", is_flag=True, help="Print JSON for scripts."),
         _option("--debug", is_flag=True, help="Show tracebacks and boto3 details on errors."),

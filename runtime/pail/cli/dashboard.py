@@ -47,7 +47,7 @@ def dashboard(
     opts = options(ctx)
     pail = opts.connect(resolve_bucket(bucket))
     out = opts.output()
-    board = Dashboard(pail.store, interval=interval, shards=pail.keys.shards)
+    board = Dashboard(pail.store, interval=interval, shards=pail.explicit_shards)
     try:
         server = DashboardServer(board, port=port).start()
     except OSError as exc:

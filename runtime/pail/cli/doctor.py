@@ -8,6 +8,7 @@ from rich.markup import escape
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.exit_codes import ExitCode
 from pail.doctor import DoctorReport, Outcome, run_doctor
+from pail.keys import Keys
 from pail.output import Output
 
 _STYLES = {
@@ -53,7 +54,9 @@ def doctor(ctx: click.Context, bucket: str | None, scratch_prefix: str | None) -
     opts = options(ctx)
     pail = opts.connect(resolve_bucket(bucket))
     out = opts.output()
-    report = run_doctor(pail.store, pail.keys, scratch_prefix=scratch_prefix)
+    # Only the state prefixes, which are the same whatever the shard count: no
+    # read of the layout marker before the probes have said whether the bucket is there.
+    report = run_doctor(pail.store, Keys(pail.namespace), scratch_prefix=scratch_prefix)
     out.result(report.to_json(), lambda: render_report(out, report))
     if not report.ok:
         raise click.exceptions.Exit(ExitCode.ERROR)

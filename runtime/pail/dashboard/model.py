@@ -66,12 +66,12 @@ class Dashboard:
         max_pages: int = 1,
         page_size: int = PAGE_SIZE,
         clock: Callable[[], float] = time.monotonic,
-        shards: int = 1,
+        shards: int | None = None,
     ) -> None:
         self.shards = shards
-        """The shard count the bucket's queues are read with (``--shards``): a sharded
-        queue's jobs are counted with any count above 1, and a job of a smaller
-        count than the queue's found by id only with the queue's count or a larger one."""
+        """The shard count the bucket's queues are read with (``--shards``), or None: each
+        queue's own, from its layout marker (``pail.protocol.layout``), read once a
+        ``QUEUES_TTL``."""
         self.meter = RequestMeter(clock=clock)
         self.store = MeteredStore(store, self.meter)
         self.reader = Reader(self.store)
@@ -83,14 +83,25 @@ class Dashboard:
         self._queues: tuple[float, QueueList] | None = None
         self._snapshots: dict[str, tuple[float, Snapshot]] = {}
         self._pauses: dict[str, tuple[float, PauseState | None]] = {}
+        self._pails: dict[str, tuple[float, Pail]] = {}
 
     @property
     def bucket(self) -> str:
         return self.store.bucket
 
     def pail(self, namespace: str) -> Pail:
-        """A ``Pail`` on one queue of the bucket, reading through the meter."""
-        return Pail(self.store, queue=namespace, shards=self.shards)
+        """A ``Pail`` on one queue of the bucket, reading through the meter.
+
+        Kept ``QUEUES_TTL`` seconds, so its layout marker is read once that
+        long (a queue that grew its shard count is seen within it).
+        """
+        with self._lock:
+            kept = self._pails.get(namespace)
+            if kept is not None and self._fresh(kept[0], QUEUES_TTL):
+                return kept[1]
+            pail = Pail(self.store, queue=namespace, shards=self.shards)
+            self._pails[namespace] = (self._clock(), pail)
+            return pail
 
     def _fresh(self, taken: float, ttl: float) -> bool:
         return self._clock() - taken < ttl
