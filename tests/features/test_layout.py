@@ -70,6 +70,8 @@ def test_the_cli_without_shards_sees_a_sharded_queue(
     jobs = [producer.enqueue({"n": str(i)}) for i in range(6)]
     stats = json.loads(invoke("stats", bucket, "--json").stdout)
     assert stats["pending"] == 6
+    listed = json.loads(invoke("queues", bucket, "--json").stdout)
+    assert listed["foreign"] == []  # _pail/ is the queue's own, not another application's
     shown = invoke("status", bucket, jobs[0], "--json")
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["state"] == "pending"

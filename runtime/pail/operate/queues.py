@@ -22,7 +22,8 @@ from pail.store.base import PrefixLister, Store
 
 DEFAULT_MAX_QUEUES = 100
 # _pail/ too: a queue paused before its first job (or holding only its reaper's
-# cursor) is a queue, and the default queue's _pail/ is not a foreign folder.
+# cursor or its layout marker) is a queue, and the default queue's _pail/ is not
+# a foreign folder.
 _MARKERS = frozenset((*ALL_PREFIXES, DEDUP, SYSTEM))
 
 
