@@ -80,6 +80,14 @@ DEFAULT_SAFETY_MARGIN = 10.0
 DEFAULT_SELF_HEAL_AFTER = 60.0
 """Seconds the oldest pending job may wait, with no worker running, before the reaper wakes one."""
 
+OVERLAP_THREADS = 3
+"""Threads of one worker's overlap pool (``pail.protocol.overlap``): the claim's HEAD beside its
+DELETE, the lease removal after a result, and the next candidate's read, at once at most."""
+WORKER_IN_FLIGHT = 1 + OVERLAP_THREADS + 1
+"""Requests one worker thread can have in flight: its own, its pool's, and its heartbeat's."""
+CLIENT_WORKER_THREADS = 10
+"""Worker threads one S3 client is sized for (``store.client``): ``WORKER_IN_FLIGHT`` connections each."""
+
 
 def parse_max_retries(text: str) -> int | None:
     """Parse a retry ceiling: a non-negative integer, or ``none`` for no ceiling.

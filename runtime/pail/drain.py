@@ -30,6 +30,11 @@ drain stops with ``StopReason.STORAGE_ERROR`` and the error, unless it polls
 (a long-running service, which logs it and goes on): the job's lease expires
 and the reaper retries it.
 
+A job's requests overlap where they need not wait for each other (the
+claim's DELETE and HEAD, the lease's removal after the result, the next
+candidate's read; ``pail.protocol.overlap``); the drain flushes what is left
+in flight before it returns (``flush``).
+
 A handler may be a plain function or an ``async def`` one (run on an event loop
 of its own). A handler that raises, hangs past ``job_timeout`` or returns
 something that is not JSON fails its attempt (retried, or dead-lettered when no retries are
@@ -379,6 +384,7 @@ def drain(
     clock: Clock | None = None,
     tick: float = TICK,
     paused: Callable[[], bool] | None = None,
+    flush: Callable[[], object] | None = None,
 ) -> Tally:
     """Claim and run jobs until the queue is empty or the limits say stop.
 
@@ -390,7 +396,32 @@ def drain(
     ``paused`` (no request: ``Pail.claims_paused``) tells a claim that found
     no job because the queue is paused: the drain then stops with
     ``StopReason.PAUSED``, or, polling, logs it once and idles.
+    ``flush`` (``Pail.flush``) is called before the drain returns or raises,
+    whatever stopped it: the requests its jobs left in flight (a lease's
+    removal after a result, a read ahead) land first, so nothing is in
+    flight when a Lambda invocation returns and freezes, or a process exits.
     """
+    try:
+        return _drain(
+            claim, handler, limits, max_jobs, job_timeout, polling, observer, clock, tick, paused
+        )
+    finally:
+        if flush is not None:
+            flush()
+
+
+def _drain(
+    claim: Callable[[], Message | None],
+    handler: Handler,
+    limits: Limits,
+    max_jobs: int | None,
+    job_timeout: float | None,
+    polling: Polling | None,
+    observer: Observer | None,
+    clock: Clock | None,
+    tick: float,
+    paused: Callable[[], bool] | None,
+) -> Tally:
     observer = observer or LoggingObserver()
     clock = clock or SystemClock()
     tally = Tally()

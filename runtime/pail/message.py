@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pail.clock import Clock
@@ -13,6 +14,7 @@ from pail.jsonsafe import check_value
 from pail.keys import Keys
 from pail.protocol import cancel, settle
 from pail.protocol.lease import Lease
+from pail.protocol.overlap import SEQUENTIAL, Overlap
 from pail.protocol.transitions import Ending
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
@@ -41,8 +43,13 @@ class Message:
         policy: settle.Policy,
         clock: Clock,
         stats: WriteStats | None = None,
+        *,
+        overlap: Overlap = SEQUENTIAL,
+        read_ahead: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
+        self._overlap = overlap
+        self._read_ahead = read_ahead
         self._keys = keys
         self._lease = lease
         self._policy = policy
@@ -105,12 +112,20 @@ class Message:
         False means the lease was lost (another worker owns the job now) or
         another attempt had already finished the job. A result that is not
         JSON-serialisable fails this attempt, with that error recorded, and
-        raises ``PayloadError``.
+        raises ``PayloadError``. It returns once the result is written; the
+        lease's removal may still be under way (``Pail.flush`` waits for it).
         """
         self._begin_settling()
         try:
             return settle.complete(
-                self._store, self._keys, self._lease, result, self._policy, self._stats
+                self._store,
+                self._keys,
+                self._lease,
+                result,
+                self._policy,
+                self._stats,
+                overlap=self._overlap,
+                read_ahead=self._read_ahead,
             )
         except LeaseLostError as exc:
             settle.settle_quietly("complete", self.id, exc)

@@ -31,6 +31,7 @@ from pail.config import (
     DEFAULT_MIN_POLL_INTERVAL,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_VISIBILITY_TIMEOUT,
+    OVERLAP_THREADS,
     Settings,
 )
 from pail.drain import Handler, Polling, ProcessLimits, drain
@@ -54,6 +55,7 @@ from pail.protocol.claim import Claimer
 from pail.protocol.delay import Priority, due_for, due_time
 from pail.protocol.delay import find as find_delayed
 from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
+from pail.protocol.overlap import FLUSH_TIMEOUT, Overlap, Threads
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
@@ -118,6 +120,8 @@ class Pail:
         self._clock = clock or SystemClock()
         self._owner = owner or _owner()
         self._local = threading.local()
+        self._overlaps: list[Overlap] = []
+        self._overlaps_lock = threading.Lock()
         self._reaper: Reaper | None = None
         self.write_stats = WriteStats()
 
@@ -364,6 +368,7 @@ class Pail:
                 clock=self._clock,
                 owner=self._owner,
                 stats=self.write_stats,
+                overlap=self._overlap(),
             )
             self._local.claimer = claimer
         return claimer
@@ -378,6 +383,30 @@ class Pail:
         """
         claimer: Claimer | None = getattr(self._local, "claimer", None)
         return claimer is not None and claimer.paused
+
+    def _overlap(self) -> Overlap:
+        """This thread's overlap pool (``pail.protocol.overlap``): one per worker thread."""
+        overlap: Overlap | None = getattr(self._local, "overlap", None)
+        if overlap is None:
+            overlap = Threads(OVERLAP_THREADS, sleep=self._clock.sleep)
+            self._local.overlap = overlap
+            with self._overlaps_lock:
+                self._overlaps.append(overlap)
+        return overlap
+
+    def flush(self, timeout: float = FLUSH_TIMEOUT) -> bool:
+        """Wait for the requests jobs left in flight (lease removals, a read ahead); True if none is left.
+
+        ``complete`` returns once the result is written and removes the lease
+        in the background. ``work``, the runner and the worker Lambda call
+        this before they return; after ``work_once`` or ``claim`` the next
+        call, this, or the interpreter's exit lets them land. One that never
+        lands costs nothing but time: the reaper removes a lease whose job has
+        an outcome once the lease expires.
+        """
+        with self._overlaps_lock:
+            overlaps = list(self._overlaps)
+        return all([overlap.flush(timeout) for overlap in overlaps])
 
     def claim(self) -> Message | None:
         """Claim one pending job, or return None if there is none.
@@ -397,11 +426,21 @@ class Pail:
         return self._claim(polling=True)
 
     def _claim(self, *, polling: bool) -> Message | None:
-        lease = self._claimer().claim(polling=polling)
+        claimer = self._claimer()
+        lease = claimer.claim(polling=polling)
         if lease is None:
             return None
         # The lease's keys: its shard's, where every write about the job goes.
-        return Message(self._store, lease.keys, lease, self._policy, self._clock, self.write_stats)
+        return Message(
+            self._store,
+            lease.keys,
+            lease,
+            self._policy,
+            self._clock,
+            self.write_stats,
+            overlap=self._overlap(),
+            read_ahead=claimer.read_ahead,
+        )
 
     def work_once(self, handler: Handler, *, job_timeout: float | None = None) -> bool:
         """Process one job with ``handler(payload)``; False if the queue was empty (or paused).
@@ -413,7 +452,9 @@ class Pail:
         ``async def`` handler is awaited on an event loop of its own, and the
         handler can read its job with ``pail.current_job()``. A storage error
         on the claim is raised; one while the outcome is recorded is logged
-        (the job's lease expires and the reaper retries it).
+        (the job's lease expires and the reaper retries it). It returns once
+        the outcome is written: the lease's removal may still be in flight
+        (the next call, ``flush`` or the interpreter's exit lets it land).
         """
         _validate_job_timeout(job_timeout)
         tally = drain(
@@ -465,6 +506,7 @@ class Pail:
             polling=Polling(min_poll_interval, poll_interval),
             clock=self._clock,
             paused=lambda: self.claims_paused,
+            flush=self.flush,
         )
         return tally.processed
 

@@ -98,7 +98,10 @@ CLAIM_STEPS = [
     ("DELETE", "queue/"),
     ("HEAD", "done/"),
 ]
-SETTLE_STEPS = [("PUT", "done/"), ("DELETE", "run/")]
+SETTLE_STEPS = [("PUT", "done/", "signal"), ("DELETE", "run/", "max_jobs")]
+"""The step held, and why the drain stopped: on the result's PUT the signal stops it; the
+lease's removal is sent once the job is recorded and the drain has stopped for max_jobs (the
+job count), and the signal meets it while the drain waits for that removal (its flush)."""
 
 
 @pytest.mark.parametrize(
@@ -128,7 +131,7 @@ def test_given_sigterm_during_the_claim_when_work_once_then_the_job_goes_back_un
 
 
 @pytest.mark.parametrize(
-    ("method", "prefix"), SETTLE_STEPS, ids=[f"{m} {p}" for m, p in SETTLE_STEPS]
+    ("method", "prefix", "stopped"), SETTLE_STEPS, ids=[f"{m} {p}" for m, p, _ in SETTLE_STEPS]
 )
 def test_given_sigterm_while_the_result_is_recorded_when_work_once_then_the_job_is_done(
     spawn: Callable[..., subprocess.Popen[str]],
@@ -136,6 +139,7 @@ def test_given_sigterm_while_the_result_is_recorded_when_work_once_then_the_job_
     proxy: ScriptedProxy,
     method: str,
     prefix: str,
+    stopped: str,
 ) -> None:
     queue = connect()
     job_id = queue.enqueue({"n": 4})
@@ -149,7 +153,7 @@ def test_given_sigterm_while_the_result_is_recorded_when_work_once_then_the_job_
     assert (summary["processed"], summary["succeeded"], summary["stop_reason"]) == (
         1,
         1,
-        "signal",
+        stopped,
     )
     assert queue.result(job_id) == {"doubled": 8}
     assert nothing_running(queue)

@@ -24,6 +24,7 @@ def _fill(connect: Callable[..., Pail]) -> Pail:
     strict.work_once(explode)
     strict.enqueue({"n": 3})
     strict.enqueue({"n": 4})
+    strict.flush()  # the done job's lease removal, which work_once leaves in flight
     return strict
 
 

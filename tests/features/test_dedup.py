@@ -89,6 +89,7 @@ def test_given_finished_keyed_job_when_its_late_entry_lands_then_it_does_not_run
     entry = pail.store.get(pail.keys.queue(job_id))
     assert entry is not None
     pail.work_once(lambda payload: "shipped")
+    pail.flush()  # the job has ended and its lease is gone
     # A first producer's step 2, delayed past the repair and the job's end:
     pail.store.put(pail.keys.queue(job_id), entry.body, if_none_match=True)
     runs: list[object] = []

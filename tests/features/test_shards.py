@@ -56,6 +56,7 @@ def test_a_sharded_job_lives_in_its_shard_for_life() -> None:
     assert message is not None and message.id == job
     assert _keys(store) == [f"run/{shard}/{job}"]
     message.complete({"ok": True})
+    assert pail.flush()  # the lease's removal, which complete leaves in flight
     assert _keys(store) == [f"done/{shard}/{job}"]
     assert pail.result(job) == {"ok": True}
     status = pail.status(job)
@@ -182,6 +183,7 @@ def test_growth_one_to_four_to_sixteen_with_jobs_in_flight() -> None:
     ran[held_four.payload["n"]] += 1
     expected = {n: 1 for n, job in enqueued.items() if job != cancelled}
     assert ran == Counter(expected)
+    assert one.flush() and four.flush() and sixteen.flush()  # lease removals in flight
     stats = sixteen.stats()
     assert (stats.pending, stats.running, stats.done, stats.cancelled) == (0, 0, 89, 1)
     assert not [k for k in _keys(store) if k.startswith((QUEUE, RUN))]

@@ -92,6 +92,7 @@ def test_given_stale_listing_when_job_finished_meanwhile_then_it_does_not_run_ag
     # finishes the job, deleting run/{id}. pailq 0.1.1's A would now win run/{id}.
     def b_takes_the_job() -> None:
         assert b.work_once(executions.handler("b"))
+        b.flush()  # and its lease is gone: A's create-only write would win it
 
     hooked.before("put", a.keys.run(""), b_takes_the_job)
 
@@ -184,6 +185,7 @@ def test_given_zombie_that_believes_its_lease_is_fresh_then_it_cannot_delete_new
     assert zombie.complete({"by": "zombie"}) is True
     assert b.store.head(b.keys.run(job_id)) is not None  # its If-Match delete missed the new lease
     assert owner.complete({"by": "owner"}) is False
+    assert a.flush() and b.flush()  # the lease removals complete() leaves in flight
     assert b.result(job_id) == {"by": "zombie"}
     assert b.store.head(b.keys.run(job_id)) is None
     assert list(no_leftovers(b)) == []

@@ -8,11 +8,15 @@ own), and the heartbeat differs: instead of
 ``Message``'s background thread it is an actor of the worker's process that
 calls ``Lease.renew`` every ``visibility_timeout / 3`` simulated seconds, and
 is stopped and joined before the job is settled, as ``Message`` does.
+The requests a worker overlaps (the claim's DELETE and HEAD, the lease's
+removal after a result, the next candidate's read ahead) run as actors of its
+process (``tests/simulation/overlap.py``), as ``Pail`` runs them on its pool.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +29,7 @@ from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
 from pail.protocol.reaper import Reaper
 from pail.queue import Pail
+from tests.simulation.overlap import SimOverlap
 from tests.simulation.scheduler import Actor, Process
 
 if TYPE_CHECKING:
@@ -94,6 +99,8 @@ def worker(world: World, process: Process) -> None:
     config = world.config
     clock = world.scheduler.clock(process)
 
+    overlap = SimOverlap(world, process)
+
     def claimer_for(keys: Keys) -> Claimer:
         return Claimer(
             world.store,
@@ -104,6 +111,7 @@ def worker(world: World, process: Process) -> None:
             stats=world.stats,
             rng=random.Random(world.rng.getrandbits(32)),
             page_size=config.page_size,
+            overlap=overlap,
         )
 
     keys = world.worker_keys()
@@ -128,7 +136,7 @@ def worker(world: World, process: Process) -> None:
             world.scheduler.sleep(wait)
             continue
         wait = None
-        _run_job(world, process, lease, claim_started)
+        _run_job(world, process, lease, claim_started, overlap, claimer.read_ahead)
 
 
 @dataclass(eq=False)
@@ -182,7 +190,14 @@ def _stop_heartbeat(world: World, beat: _Beat) -> None:
         world.scheduler.sleep(world.config.visibility_timeout * 100)
 
 
-def _run_job(world: World, process: Process, lease: Lease, claim_started: float) -> None:
+def _run_job(
+    world: World,
+    process: Process,
+    lease: Lease,
+    claim_started: float,
+    overlap: SimOverlap,
+    read_ahead: Callable[[], None],
+) -> None:
     """``drain.supervise``: the handler, then ``complete`` or ``fail``, errors handled the same way."""
     record = lease.record
     execution = world.ledger.execution_started(process, lease.job_id, record.attempt, claim_started)
@@ -199,7 +214,7 @@ def _run_job(world: World, process: Process, lease: Lease, claim_started: float)
     _stop_heartbeat(world, beat)
     try:
         with world.phase("settle"):
-            _settle(world, process, lease, execution, raises)
+            _settle(world, process, lease, execution, raises, overlap, read_ahead)
     except LeaseLostError as exc:
         execution.recorded = False
         world.ledger.note(f"job {lease.job_id}: settle found the lease lost: {exc}")
@@ -210,7 +225,13 @@ def _run_job(world: World, process: Process, lease: Lease, claim_started: float)
 
 
 def _settle(
-    world: World, process: Process, lease: Lease, execution: Execution, raises: bool
+    world: World,
+    process: Process,
+    lease: Lease,
+    execution: Execution,
+    raises: bool,
+    overlap: SimOverlap,
+    read_ahead: Callable[[], None],
 ) -> None:
     """``Message.complete`` or ``Message.fail``, as ``drain``'s ``_finish`` picks them."""
     record, policy = lease.record, world.policy
@@ -225,7 +246,16 @@ def _settle(
         execution.recorded = False
     else:
         result = {"job": lease.job_id, "attempt": record.attempt, "by": process.name}
-        won = settle.complete(world.store, lease.keys, lease, result, policy, world.stats)
+        won = settle.complete(
+            world.store,
+            lease.keys,
+            lease,
+            result,
+            policy,
+            world.stats,
+            overlap=overlap,
+            read_ahead=read_ahead,
+        )
         execution.recorded = won
         world.ledger.note(f"job {lease.job_id} completed: {'recorded' if won else 'dropped'}")
 

@@ -35,6 +35,7 @@ from pail.store.base import StoredObject
 from tests.simulation import actors
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
+from tests.simulation.overlap import OVERLAPPED
 from tests.simulation.pausing import pauser_for
 from tests.simulation.scheduler import Actor, Process, ProcessClock, Scheduler
 from tests.simulation.sim_store import FaultRates, Latency, SimStore
@@ -387,6 +388,8 @@ class World:
 
     def _strike(self, aim: Aim, actor: Actor, op: str, key: str) -> None:
         self.counts[f"aimed_{aim.action}"] += 1
+        if actor.name.endswith(OVERLAPPED):
+            self.counts[f"aimed_overlapped_{aim.action}"] += 1
         self.ledger.note(f"aimed fault: {aim.action} before {op} {key} ({aim})")
         if self.on_aim is not None:
             self.on_aim(self, actor)
@@ -413,6 +416,15 @@ class World:
                 self._phases.pop(actor, None)
             else:
                 self._phases[actor] = outer
+
+    def share_phase(self, parent: Actor, child: Actor) -> None:
+        """``child`` (an overlapped request of ``parent``) counts its requests in ``parent``'s phase."""
+        phase = self._phases.get(parent)
+        if phase is not None:
+            self._phases[child] = phase  # the same list: one count of the transition's requests
+
+    def end_phase(self, child: Actor) -> None:
+        self._phases.pop(child, None)
 
     def ledger_actor_died(self, actor: Actor, exc: Exception) -> None:
         self.ledger.actor_died(actor, exc)

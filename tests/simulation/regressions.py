@@ -24,7 +24,7 @@ from pail.protocol import transitions
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.store.base import Store, StoredObject
+from pail.store.base import ObjectInfo, Store, StoredObject
 from tests.simulation import steps
 from tests.simulation.invariants import Kind
 
@@ -72,10 +72,10 @@ def _reaper_finishes_dead_marker_only_for_dying_lease(monkeypatch: pytest.Monkey
 def _claim_trusts_first_attempt_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     fixed = steps.CLAIM_ENDED.current
 
-    def ended(self: Claimer, envelope: Envelope, job_id: str) -> bool:
+    def ended(self: Claimer, envelope: Envelope, job_id: str, done: ObjectInfo | None) -> bool:
         if envelope.attempts == 0 and not envelope.redriven:
             return False
-        return fixed(self, envelope, job_id)
+        return fixed(self, envelope, job_id, done)
 
     steps.CLAIM_ENDED.replace(monkeypatch, ended)
 
@@ -128,6 +128,21 @@ def _claim_step_three_trusts_a_missing_entry(monkeypatch: pytest.MonkeyPatch) ->
 
     steps.CLAIM_TAKE_PENDING.replace(monkeypatch, take_pending)
     steps.CLAIM_PROVE_LEASE.replace(monkeypatch, lambda self, lease: True)
+
+
+def _handler_starts_before_the_delete_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17's tempting over-overlap: the claim's DELETE of the entry sent, never awaited.
+
+    The handler then starts without knowing whether the entry was its to take
+    (step 3), or whether it is gone at all.
+    """
+
+    def take_pending(self: Claimer, key: str, etag: str) -> bool:
+        store: Store = self._store
+        self._overlap.ahead(lambda: store.delete(key, if_match=etag))
+        return True
+
+    steps.CLAIM_TAKE_PENDING.replace(monkeypatch, take_pending)
 
 
 def _markers_all_null(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,7 +227,7 @@ REGRESSIONS = (
     ),
     Regression(
         "reaped-dead-marker-without-dlq",
-        444,
+        208,
         Kind.TERMINAL,
         "A reaper fences an expired lease with no retries left and writes the dead marker, "
         "then dies; the next reaper sees a RUNNING (not DYING) lease beside the marker and only "
@@ -221,7 +236,7 @@ REGRESSIONS = (
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
-        30,
+        78,
         Kind.RESENT_ENQUEUE_RERUN,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
@@ -230,7 +245,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        3795,
+        7509,
         Kind.RETRY_POLICY,
         "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
         "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
@@ -239,7 +254,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stalled-claimer-runs-in-parallel",
-        6,
+        2,
         Kind.PARALLEL,
         "A claimer stalls after its lease write (or after deleting the entry) past the lease; "
         "the reaper fences the lease and requeues the job; another worker claims and runs it. "
@@ -249,8 +264,18 @@ REGRESSIONS = (
         _claim_step_three_trusts_a_missing_entry,
     ),
     Regression(
+        "handler-starts-before-the-delete-answers",
+        175,
+        Kind.RETRY_POLICY,
+        "The claim sends its DELETE of the entry beside the HEAD of done/ (issue 17) but starts "
+        "the handler without waiting for the DELETE's answer. The DELETE fails (a 409, then a "
+        "5xx, past the client's tries): the entry stays beside the running job, and once the "
+        "attempt settles the job runs again from it: attempt 2 twice, past max_retries.",
+        _handler_starts_before_the_delete_answers,
+    ),
+    Regression(
         "redrive-deletes-a-cancellation",
-        819,
+        615,
         Kind.RESULT_CHANGED,
         "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
         "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
@@ -259,7 +284,7 @@ REGRESSIONS = (
     ),
     Regression(
         "half-done-redrive-dead-again",
-        57,
+        668,
         Kind.TERMINAL,
         "A redrive stops after writing the new entry (or after deleting the record); the claim "
         "of the redriven entry finds the old dead marker and takes it for the job's end: the job "
@@ -268,7 +293,7 @@ REGRESSIONS = (
     ),
     Regression(
         "late-retry-entry-hides-done",
-        62,
+        198,
         Kind.STATUS,
         "A stalled owner's retry entry lands after another worker finished the job; status "
         "reads queue/ first and says pending for a done job (issue 12, defect 7).",
@@ -285,7 +310,7 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-lease-takes-a-redriven-entry",
-        22056,
+        65117,
         Kind.LOST,
         "A claimer reads an entry, stalls, and writes its lease after the job died and was "
         "redriven; it crashes. The reaper fences that stale lease and takes the redriven "
@@ -295,7 +320,7 @@ REGRESSIONS = (
     ),
     Regression(
         "requeue-repeats-its-bytes",
-        1484,
+        17239,
         Kind.SAME_BYTES,
         "A requeue's create-only PUT lands, a claim takes the entry, and the requeue's next try "
         "writes the same bytes again: a claimer holding the first entry's ETag would match it.",

@@ -12,6 +12,9 @@ Every invariant of ``invariants.py`` is checked, as in the sweep.
   another worker claims and runs the job; the first wakes.
 * **Defect 0 (issue 18):** a cancel races each request of a redrive (and, in
   a variant, the redriven job's owner completes after the cancel).
+* **Issue 17:** a worker crashes as an overlapped request is sent: its
+  background removal of the lease after ``done/``, or the claim's HEAD beside
+  its DELETE.
 * **Scenarios 1 and 2 (issue 12, defects 1 and 2):** hostile objects (what
   pailq 0.1.1 writes for a NaN payload, wrong types, deep nesting) sort
   before the good jobs under ``queue/`` and ``run/``; the workers must still
@@ -107,6 +110,42 @@ def _one_execution(world: World) -> list[str]:
 STALLED_CLAIMER = (
     _stalled_claimer("claimer-stalls-after-lease", "DELETE", "queue/", "after its lease write"),
     _stalled_claimer("claimer-stalls-after-dequeue", "HEAD", "done/", "after deleting the entry"),
+)
+
+
+# --- issue 17: crashes at the overlapped requests --------------------------------------
+
+
+def _overlapped_crash_then(want_outcome: str) -> Callable[[World], list[str]]:
+    def expect(world: World) -> list[str]:
+        failures = _one_execution(world) if want_outcome == "one" else []
+        if world.counts["aimed_overlapped_crash"] != 1:
+            failures.append("the crash did not strike an overlapped request")
+        job = next(iter(world.ledger.jobs.values()))
+        if job.outcome != "succeeded":
+            failures.append(f"the job ended {job.outcome}")
+        return failures
+
+    return expect
+
+
+OVERLAPPED_CRASHES = (
+    Schedule(
+        "crash-as-the-lease-removal-is-sent",
+        "A worker writes done/ and crashes as its background DELETE of the lease is sent: "
+        "the lease stays beside the outcome. The job must end once, and the reaper must "
+        "remove the lease once it expires (the run is quiet only with run/ empty).",
+        replace(CALM, workers=1, aim=Aim("settle", 0, AimAction.CRASH, op="DELETE", key="run/")),
+        expect=_overlapped_crash_then("one"),
+    ),
+    Schedule(
+        "crash-with-the-claims-delete-and-head-in-flight",
+        "A claimer crashes as it sends the HEAD of done/ beside its DELETE of the entry: "
+        "the DELETE may or may not land. The job must still end, done, once its lease "
+        "expires and the reaper puts it back (or finds the entry there).",
+        replace(CALM, aim=Aim("claim", 0, AimAction.CRASH, op="HEAD", key="done/")),
+        expect=_overlapped_crash_then("any"),
+    ),
 )
 
 
@@ -276,6 +315,7 @@ HOSTILE = (HOSTILE_QUEUE_ENTRIES, HOSTILE_LEASES_BEFORE_A_DEAD_WORKERS_JOB)
 
 ALL = (
     *STALLED_CLAIMER,
+    *OVERLAPPED_CRASHES,
     *CANCEL_DURING_REDRIVE,
     OWNER_COMPLETES_AFTER_CANCEL,
     LATE_DEAD_LETTER,

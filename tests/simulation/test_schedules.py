@@ -82,3 +82,10 @@ def test_given_hostile_objects_before_the_good_jobs_then_workers_and_reaper_go_p
     schedule: Schedule,
 ) -> None:
     _assert_passes(schedule)
+
+
+@pytest.mark.parametrize("schedule", schedules.OVERLAPPED_CRASHES, ids=lambda s: s.name)
+def test_given_a_crash_at_an_overlapped_request_then_the_job_ends_once_and_nothing_is_left(
+    schedule: Schedule,
+) -> None:
+    _assert_passes(schedule)

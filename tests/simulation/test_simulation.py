@@ -61,6 +61,10 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
     # Every kind of aimed fault struck, and the operators really redrove and cancelled.
     assert all(counts[f"aimed_{action}"] > 0 for action in AimAction)
     assert counts["redrives"] > 0 and counts["cancels"] > 0 and counts["status_reads"] > 0
+    # Issue 17's order: the lease removals went to the background, and aimed crashes and
+    # stalls struck overlapped requests (the claim's concurrent DELETE or HEAD, a removal).
+    assert counts["background_requests"] > 0
+    assert all(counts[f"aimed_overlapped_{action}"] > 0 for action in AimAction)
     assert not result.kinds, "\n\n".join(result.failures[:3])
 
 

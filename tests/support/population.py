@@ -72,6 +72,9 @@ def populate(pail: Pail, *, hostile: bool = True) -> Population:
     found.delayed = pail.enqueue({"report": "q9-later"}, delay=3600)
     if hostile:
         found.foreign_keys = write_hostile(pail)
+    # work_once leaves its lease removal in flight: let the done jobs' leases go.
+    pail.flush()
+    strict.flush()
     return found
 
 

@@ -261,6 +261,7 @@ class LambdaWorker:
                     observer=observer,
                     clock=runtime.pail.clock,
                     paused=lambda: runtime.pail.claims_paused,
+                    flush=runtime.pail.flush,
                 )
         finally:
             observer.publish(runtime.metrics)

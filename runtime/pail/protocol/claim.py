@@ -23,7 +23,9 @@ The steps of one claim (``docs/protocol.md`` has the crash analysis):
    entry (the job ended, or the reaper took it after fencing this lease), so
    the job is not ours. Only a *resent* delete may have been ours; step 4 and
    the proof below settle it.
-4. HEAD ``done/{id}``: an entry can outlive its job. A stalled worker's late
+4. HEAD ``done/{id}``, sent at the same time as step 3's DELETE (both follow
+   the lease write, neither needs the other's answer; the claim waits for
+   both before it goes on): an entry can outlive its job. A stalled worker's late
    retry can land after the job ended; so can a producer's create-only PUT
    whose response was lost and which botocore resent after a worker had
    claimed and finished the job (the resend finds the key free and creates
@@ -73,6 +75,12 @@ A paused queue (``pail.protocol.pause``) claims nothing: a refill that
 found candidates HEADs the pause marker, and if it exists drops the page
 (``Claimer.paused`` says so). One HEAD per refill, none per claim.
 
+Step 1 of the next claim can be read ahead (``read_ahead``), while this
+worker writes its current job's result: the candidate's GET then costs the
+next claim no round trip. A read ahead can be stale by the time it is used;
+step 3 is what catches a stale read (its ``If-Match`` on the ETag read), as
+it catches a stale listing. One older than ``READ_AHEAD_FRESH`` is read again.
+
 Foreign bytes under ``queue/`` (an entry that is not a pending job pail can
 run: not JSON, wrong types, too deep, or a payload with ``NaN`` as pailq
 0.1.1 writes it) are quarantined on the claim's way: dead-lettered with
@@ -103,9 +111,10 @@ from pail.ids import new_token
 from pail.keys import FLAT, QUEUE, Keys
 from pail.protocol import cancel, delay, redrive, transitions
 from pail.protocol.lease import Lease
+from pail.protocol.overlap import SEQUENTIAL, Ahead, Overlap
 from pail.protocol.pause import PauseCheck
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.store.base import ListPage, PrefixLister, Store, StoredObject
+from pail.store.base import ListPage, ObjectInfo, PrefixLister, Store, StoredObject
 
 log = logging.getLogger("pail")
 
@@ -126,6 +135,11 @@ MAX_FOREIGN_PAGES = 10
 """Pages of keys that name no job one refill reads past before it calls the queue empty."""
 MAX_QUARANTINES_PER_CLAIM = 10_000
 """Foreign entries one claim may dead-letter on its way: each is gone after, so it ends."""
+READ_AHEAD_FRESH = 5.0
+"""Seconds a read ahead serves the next claim; an older one is read again. A stale one is
+safe (step 3 catches it) but, if another worker took the job meanwhile, costs a lease write
+and its removal where a fresh GET costs one 404. A loop claims again at once; a caller that
+paused between ``work_once`` calls reads again."""
 
 Skip = Literal["miss", "cleared"]
 """Why a candidate gave no lease."""
@@ -150,8 +164,11 @@ class Claimer:
         rng: random.Random | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         spread: int = 1,
+        overlap: Overlap | None = None,
     ) -> None:
         self._store = store
+        self._overlap = overlap or SEQUENTIAL
+        self._ahead: tuple[str, float, Ahead[StoredObject | None]] | None = None
         self._keys = keys
         self._sources = keys.sources()
         self._rng = rng or random.Random()
@@ -314,9 +331,35 @@ class Claimer:
             return ListPage(found.keys, found.next_token, found.server_time)
         return self._store.list(prefix, max_keys=self._page_size, continuation=continuation)
 
+    def read_ahead(self) -> None:
+        """Start reading the candidate the next claim tries first; it is used if still fresh then.
+
+        Called while the worker writes its job's result, so the next claim's
+        step 1 has travelled by the time it starts. Costs nothing more: the
+        next claim would read that key anyway. No page, or an old one: no read.
+        """
+        now = self._clock.monotonic()
+        cache, cursor = self._cache, self._cursor
+        if cursor >= len(cache) or now - self._listed_at > self._timeout:
+            return
+        key = cache[cursor]
+        self._ahead = (key, now, self._overlap.ahead(lambda: self._store.get(key)))
+
+    def _read(self, key: str) -> StoredObject | None:
+        """Step 1: the entry, from a fresh enough read ahead of it or from a GET now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == key:
+            started, pending = ahead[1], ahead[2]
+            if self._clock.monotonic() - started <= READ_AHEAD_FRESH:
+                try:
+                    return pending.get()
+                except PailError:
+                    pass  # read it again below: a real failure shows there too
+        return self._store.get(key)
+
     def _try(self, key: str) -> Lease | Skip:
         job_id = self._page_keys.job_id(key)
-        pending = self._store.get(key)
+        pending = self._read(key)
         if pending is None:
             return MISS
         try:
@@ -377,7 +420,12 @@ class Claimer:
             clock=self._clock,
             stats=self._stats,
         )
-        if not self._take_pending(key, pending.etag) or self._ended(envelope, job_id):
+        # Steps 3 and 4 at once; nothing goes on before both have answered.
+        taken, done = self._overlap.both(
+            lambda: self._take_pending(key, pending.etag),
+            lambda: self._store.head(self._page_keys.done(job_id)),
+        )
+        if not taken.get() or self._ended(envelope, job_id, done.get()):
             delete_if_unchanged(self._store, lease.key, lease.etag)
             return MISS
         if not self._proven(lease):
@@ -395,14 +443,13 @@ class Claimer:
             # maybe our own first try; steps 4 and 5 decide.
             return exc.missing and exc.retried
 
-    def _ended(self, envelope: Envelope, job_id: str) -> bool:
-        """Step 4: True if this entry is stale because the job already ended.
+    def _ended(self, envelope: Envelope, job_id: str, done: ObjectInfo | None) -> bool:
+        """Step 4: True if this entry is stale because the job already ended (``done``: the HEAD).
 
         A dead marker of an earlier life than this entry's is not an end: its
         redrive stopped half-way (or a late write re-created it); it is
-        cleared here, and the job runs.
+        cleared here, once step 3 made the entry ours, and the job runs.
         """
-        done = self._store.head(self._page_keys.done(job_id))
         took_back = redrive.took_back(self._store, self._page_keys, job_id, envelope.redriven, done)
         return done is not None and not took_back
 

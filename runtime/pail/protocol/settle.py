@@ -2,7 +2,11 @@
 
 Each first proves it still owns the lease. ``complete`` renews only when the
 lease is close to expiry (a success needs no commit record: ``done/{id}`` is
-created once, so a late duplicate cannot overwrite it). ``fail`` and
+created once, so a late duplicate cannot overwrite it). Once ``done/{id}``
+is written the outcome is decided, so ``complete`` returns without waiting
+for the lease's removal: it goes to the worker's overlap pool
+(``Overlap.later``), and a crash before it lands is repaired by the reaper,
+which finds ``done/``. ``fail`` and
 ``release`` always rewrite the lease to record their decision; that write is
 fenced by ``If-Match`` and is the commit point the reaper resumes from if the
 owner dies before finishing.
@@ -11,6 +15,7 @@ owner dies before finishing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pail.codec import (
@@ -20,10 +25,11 @@ from pail.codec import (
     ErrorInfo,
     encode_result,
 )
-from pail.errors import LeaseLostError, StorageError
+from pail.errors import LeaseLostError
 from pail.keys import Keys
 from pail.protocol import outcome, transitions
 from pail.protocol.lease import Lease
+from pail.protocol.overlap import SEQUENTIAL, Overlap
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.writes import WriteStats, delete_if_unchanged
 from pail.store.base import Store
@@ -60,14 +66,22 @@ def complete(
     result: object,
     policy: Policy,
     stats: WriteStats | None = None,
+    *,
+    overlap: Overlap = SEQUENTIAL,
+    read_ahead: Callable[[], None] | None = None,
 ) -> bool:
     """Record ``result`` as the job's outcome; True if it is the one that counts.
 
     Raises ``PayloadError`` (before writing anything) if ``result`` is not
     JSON-serialisable, and ``LeaseLostError`` if the lease was taken over.
+    The lease is then removed through ``overlap`` (in the background, with
+    ``Threads``); ``read_ahead`` (the claimer's) starts the next claim's
+    first read while the result is written.
     """
     body = encode_result(result)
     lease.ensure(policy.margin)
+    if read_ahead is not None:
+        read_ahead()
     record = lease.record
     made = outcome.create(
         store,
@@ -80,16 +94,16 @@ def complete(
         stats=stats,
         reason="done",
     )
+    key, etag = lease.key, lease.etag
+    # The outcome is decided (ours or another's): the lease's removal decides
+    # nothing, so nobody waits for it. Lost, the reaper removes the lease once
+    # it expires (it finds done/{id}).
+    overlap.later(
+        f"job {lease.job_id}: removing its lease", lambda: delete_if_unchanged(store, key, etag)
+    )
     if made.written is None:
-        delete_if_unchanged(store, lease.key, lease.etag)
         log.warning("job %s already had an outcome; this result was dropped", lease.job_id)
         return False
-    try:
-        delete_if_unchanged(store, lease.key, lease.etag)
-    except StorageError as exc:
-        # The result is recorded, which is what counts; the reaper deletes the
-        # lease once it expires (it finds done/{id}).
-        log.warning("job %s: result recorded, but its lease was not removed: %s", lease.job_id, exc)
     return True
 
 

@@ -192,6 +192,7 @@ def run(
             observer=observer,
             clock=pail.clock,
             paused=lambda: pail.claims_paused,
+            flush=pail.flush,
         )
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)

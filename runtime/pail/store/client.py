@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pail.config import validate_endpoint_url
+from pail.config import CLIENT_WORKER_THREADS, WORKER_IN_FLIGHT, validate_endpoint_url
 from pail.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 _EXISTING = frozenset({"BucketAlreadyOwnedByYou", "BucketAlreadyExists"})
+POOL_CONNECTIONS = max(32, CLIENT_WORKER_THREADS * WORKER_IN_FLIGHT)
+"""botocore's connection pool: every request a worker thread can have in flight (its own, its
+overlap pool's, its heartbeat's) for ``CLIENT_WORKER_THREADS`` threads, and never fewer than
+``enqueue_many``'s 16 PUTs twice over. Beyond it urllib3 opens and drops extra connections."""
 
 
 def build_client(
@@ -52,7 +56,7 @@ def build_client(
         retries={"mode": "standard", "total_max_attempts": 5},
         connect_timeout=5,
         read_timeout=20,
-        max_pool_connections=32,
+        max_pool_connections=POOL_CONNECTIONS,
         s3={"addressing_style": "path"} if endpoint_url else None,
     )
     try:
