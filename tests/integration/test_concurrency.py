@@ -9,8 +9,11 @@ against a 5,000-job backlog.
 
 Racing workers spend a little more than 7 per job: a worker that meets a
 job another has just taken pays a GET (or a failed PUT) and, after two such
-misses, a new listing. Measured here: about 7.7 per job with 16 workers on
-400 jobs; the budget below is 8.
+misses, a new listing. Each listing that finds jobs also costs one HEAD of
+the pause marker (issue 14), and each worker's Pail reads the layout marker
+once (issue 16: 16 GETs on 400 jobs). Measured here: about 7.7 per job with
+16 workers on 400 jobs before those two; 7.9–8.05 with them (0.19–0.23 LIST
+per claim, so as many pause HEADs); the budget below is 8.3.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def test_given_16_workers_when_draining_400_jobs_then_each_runs_once_within_requ
         f"LIST per claim; by operation: {dict(counter.calls)}"
     )
     assert failed_per_claim <= 0.2
-    assert requests_per_job <= 8.0
+    assert requests_per_job <= 8.3
     stats = producer.stats()
     assert (stats.pending, stats.running, stats.done, stats.failed) == (0, 0, JOBS, 0)
     assert all(producer.result(job_id) is not None for job_id in ids[:20])
