@@ -12,7 +12,7 @@ job another has just taken pays a GET (or a failed PUT) and, after two such
 misses, a new listing. Each listing that finds jobs also costs one HEAD of
 the pause marker (issue 14), and each worker's Pail reads the layout marker
 once (issue 16: 16 GETs on 400 jobs). Measured here: about 7.7 per job with
-16 workers on 400 jobs before those two; 7.9–8.05 with them (0.19–0.23 LIST
+16 workers on 400 jobs before those two; 7.9-8.05 with them (0.19-0.23 LIST
 per claim, so as many pause HEADs); the budget below is 8.3.
 """
 
