@@ -40,6 +40,9 @@ from .rehearsal.proxy import AwsProxy, Request
 from .rehearsal.runtime_api import FunctionFailedError
 from .rehearsal.stage import REAPER_HANDLER, WORKER_HANDLER, NoLambdaPythonError, Stage
 
+# The least-privilege table gathers the requests of every scenario of this
+# module in its process: scripts/test runs each file whole on one xdist worker
+# (--dist loadfile).
 pytestmark = [pytest.mark.slow, pytest.mark.s3, pytest.mark.synth]
 
 ROOT = toolchain.ROOT
