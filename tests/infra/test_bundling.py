@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from aws_cdk import App, Stack
 
-from pail_cdk import bundling
+from pail_cdk import bundling, wheels
 from pail_cdk.bundling import RuntimeBundle, runtime_layer
 from pail_cdk.distribution import InstalledPail
 from pail_cdk.errors import LayerBuildError
@@ -59,6 +59,14 @@ def fixture_bundle(tmp_path: Path, **options: str | None) -> RuntimeBundle:
         pail=pail,
         **options,  # type: ignore[arg-type]
     )
+
+
+@pytest.fixture(params=["uv", "pip"])
+def installer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each installer the layer builder can use (``pail_cdk.wheels.installer``)."""
+    chosen: str = request.param
+    monkeypatch.setenv(wheels.ENV_INSTALLER, chosen)
+    return chosen
 
 
 @pytest.fixture
@@ -118,7 +126,7 @@ def test_given_installed_pail_when_listing_layer_files_then_the_cli_and_local_se
 
 
 def test_given_wheelhouse_when_written_then_layer_holds_pail_its_metadata_and_hash_based_bytecode(
-    tmp_path: Path, wheelhouse: Path
+    tmp_path: Path, wheelhouse: Path, installer: str
 ) -> None:
     bundle = fixture_bundle(tmp_path, wheelhouse=str(wheelhouse))
     if bundle.bytecode_python is None:
@@ -142,6 +150,7 @@ def test_given_wheelhouse_when_written_then_layer_holds_pail_its_metadata_and_ha
         flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
         assert flags == 0b01, f"{pyc}: not unchecked hash-based (flags {flags:#b})"
     assert not list(site.rglob("*.cpython-313.pyc"))
+    assert not (site / ".lock").exists()
 
 
 def test_given_cached_dependencies_when_index_and_wheelhouse_are_gone_then_the_cache_serves(
@@ -159,10 +168,12 @@ def test_given_cached_dependencies_when_index_and_wheelhouse_are_gone_then_the_c
 
 @pytest.mark.parametrize("with_wheelhouse", [False, True], ids=["no-index", "empty-wheelhouse"])
 def test_given_no_cache_index_or_wheel_when_building_then_one_line_error_names_both_remedies(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_wheelhouse: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_wheelhouse: bool, installer: str
 ) -> None:
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", "")
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    monkeypatch.delenv("UV_FIND_LINKS", raising=False)
     empty = tmp_path / "empty"
     empty.mkdir()
     bundle = fixture_bundle(tmp_path, wheelhouse=str(empty) if with_wheelhouse else None)
@@ -172,7 +183,7 @@ def test_given_no_cache_index_or_wheel_when_building_then_one_line_error_names_b
 
     message = str(caught.value)
     assert "\n" not in message
-    assert "Could not find a version" not in message
+    assert "Could not find a version" not in message and "unsatisfiable" not in message
     assert FIXTURE_DEP in message
     assert "PAIL_WHEELHOUSE" in message and "package index" in message
     assert str(tmp_path / "cache") in message

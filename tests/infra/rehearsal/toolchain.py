@@ -32,7 +32,7 @@ _BLOCK = re.compile(
     re.DOTALL | re.MULTILINE,
 )
 _NPX_CDK = re.compile(r"npx aws-cdk@(\S+)")
-_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "runtime", "infra")
+_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "runtime", "infra", "scripts")
 _NOT_SOURCES = shutil.ignore_patterns(
     "node_modules", "cdk.out", "__pycache__", "*.pyc", "*.egg-info", "build", "dist"
 )
