@@ -9,7 +9,7 @@ The layer (``python/``, as Lambda mounts it at ``/opt/python``) holds:
 * **the third-party dependencies** of the installed ``pailq``
   (``pail_cdk.distribution``): its requirements and, unless the public
   Powertools layer is used instead, its ``lambda`` extra, evaluated for the
-  Lambda platform and installed by pip as manylinux wheels for the function's
+  Lambda platform and installed (by uv or pip) as manylinux wheels for the function's
   architecture and Python (``pail_cdk.wheels``), less the ``pail`` command's
   stack. The AWS SDK comes along: the protocol relies on conditional writes,
   so the layer pins an SDK that has them instead of trusting the runtime's.
