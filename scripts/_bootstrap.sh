@@ -17,6 +17,10 @@ EXTRAS="${PAIL_EXTRAS:-}"
 TOOLS="${PAIL_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/pail/tools}"
 # uv never downloads an interpreter: it uses the one find_python chose.
 export UV_PYTHON_DOWNLOADS=never
+# A machine that gives pip a certificate bundle (a TLS proxy's CA, say) gives it to uv too.
+if [ -z "${SSL_CERT_FILE:-}" ] && [ -n "${PIP_CERT:-}" ]; then
+    export SSL_CERT_FILE="$PIP_CERT"
+fi
 
 _python_ok() {
     "$1" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1

@@ -87,7 +87,9 @@ def cdk_cli() -> Path:
 def clean_env(path: list[Path]) -> dict[str, str]:
     """An environment with nothing of this checkout or its venv in it, and the CDK CLI quiet."""
     keep = ("HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_CACHE_HOME", "PAIL_CDK_CACHE", "CI")
-    env = {k: v for k, v in os.environ.items() if k in keep or k.startswith("PIP_")}
+    # The machine's installer settings stay (an index, a CA bundle): they are not the checkout's.
+    installers = ("PIP_", "UV_", "SSL_CERT_")
+    env = {k: v for k, v in os.environ.items() if k in keep or k.startswith(installers)}
     env["PATH"] = os.pathsep.join([*(str(p) for p in path), "/usr/local/bin", "/usr/bin", "/bin"])
     env |= {
         "CDK_DISABLE_VERSION_CHECK": "true",
