@@ -51,10 +51,11 @@ from pail.operate.objects import JobKind
 from pail.operate.queues import QueueList, list_queues
 from pail.protocol import cancel, dedup, layout, redrive
 from pail.protocol import pause as pause_marker
-from pail.protocol.claim import Claimer
+from pail.protocol.claim import Claimer, Named
 from pail.protocol.delay import Priority, due_for, due_time
 from pail.protocol.delay import find as find_delayed
 from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
+from pail.protocol.lease import Lease
 from pail.protocol.overlap import FLUSH_TIMEOUT, Overlap, Threads
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.retry import RetryPolicy
@@ -425,9 +426,29 @@ class Pail:
         """
         return self._claim(polling=True)
 
+    def claim_key(self, key: str) -> Message | None:
+        """Claim the job whose pending entry is ``key``, without listing (an S3 event named it).
+
+        ``key`` is the object key an *Object Created* event carries
+        (``queue/{id}``, with the namespace and shard segment if any). None if
+        it gives no job; ``named_claim_found`` then says why (``Named``: gone,
+        taken, paused, a delayed entry, a key of no pending job...). An entry
+        that is gone costs one GET. See ``pail.protocol.claim``.
+        """
+        claimer = self._claimer()
+        return self._message(claimer, claimer.claim_key(key))
+
+    @property
+    def named_claim_found(self) -> Named | None:
+        """What this thread's last ``claim_key`` found (no request); None before the first."""
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        return None if claimer is None else claimer.named
+
     def _claim(self, *, polling: bool) -> Message | None:
         claimer = self._claimer()
-        lease = claimer.claim(polling=polling)
+        return self._message(claimer, claimer.claim(polling=polling))
+
+    def _message(self, claimer: Claimer, lease: Lease | None) -> Message | None:
         if lease is None:
             return None
         # The lease's keys: its shard's, where every write about the job goes.

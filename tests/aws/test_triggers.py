@@ -1,4 +1,4 @@
-"""Every trigger shape wakes the worker, and none of them decides which job runs."""
+"""Every trigger shape wakes the worker; the keys an event names are claimed first, through the protocol."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pail.aws.lambda_worker import lambda_worker
 from pail.aws.triggers import describe_trigger
 from tests.support.lambdas import FakeContext, LogCapture
 
-# A job id that was never enqueued: the events name it, the worker must not care.
+# A job id that was never enqueued (or whose job is long gone).
 GHOST_KEY = "queue/01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
 
@@ -96,24 +96,40 @@ def test_given_a_url_encoded_key_in_an_s3_notification_when_described_then_it_is
     assert trigger.keys == ("my queue/queue/01ARZ3NDEKTSV4RRFFQ69G5FAV=",)
 
 
-def test_given_a_burst_of_records_when_described_then_keys_are_capped_for_the_log() -> None:
-    event = {"Records": s3_notification()["Records"] * 1000}
+def test_given_a_batch_of_records_when_described_then_every_key_is_kept_in_order() -> None:
+    records = s3_notification()["Records"]
+    event = {
+        "Records": [{**records[0], "s3": {"object": {"key": f"queue/{n}"}}} for n in range(1000)]
+    }
 
     trigger = describe_trigger(event)
 
-    assert (trigger.kind, trigger.records, len(trigger.keys)) == ("s3", 1000, 10)
+    assert (trigger.kind, trigger.records) == ("s3", 1000)
+    assert trigger.keys == tuple(f"queue/{n}" for n in range(1000))
+
+
+NAMING: dict[str, Callable[[str], object]] = {
+    "s3 notification": s3_notification,
+    "eventbridge object created": eventbridge_object_created,
+    "sqs-wrapped s3 notification": lambda key: sqs_wrapped(s3_notification(key)),
+    "sqs-wrapped eventbridge": lambda key: sqs_wrapped(eventbridge_object_created(key)),
+    "sns-wrapped s3 notification": lambda key: sns_wrapped(s3_notification(key)),
+}
+"""The shapes that name an object, as functions of the key they name."""
 
 
 @pytest.mark.parametrize(
-    ("event", "kind"),
-    [shape[1:3] for shape in SHAPES],
+    ("name", "event", "kind"),
+    [shape[:3] for shape in SHAPES],
     ids=[shape[0] for shape in SHAPES],
 )
 def test_given_any_trigger_when_invoked_then_the_pending_job_is_claimed_through_the_protocol(
-    connect: Callable[..., Pail], log_capture: LogCapture, event: object, kind: str
+    connect: Callable[..., Pail], log_capture: LogCapture, name: str, event: object, kind: str
 ) -> None:
     queue = connect()
     job_id = queue.enqueue({"n": 21})
+    if name in NAMING:  # an event names the job its enqueue created
+        event = NAMING[name](queue.keys.queue(job_id))
     handler = lambda_worker(lambda p: p["n"] * 2, pail=queue, logger=log_capture.logger)
 
     summary = handler(event, FakeContext())
@@ -122,3 +138,17 @@ def test_given_any_trigger_when_invoked_then_the_pending_job_is_claimed_through_
     assert queue.result(job_id) == 42
     # SQS: report no failed item, so no notification is redelivered (it only woke the worker).
     assert summary.get("batchItemFailures") == ([] if kind == "sqs" else None)
+
+
+@pytest.mark.parametrize("name", sorted(NAMING))
+def test_given_an_event_naming_a_job_already_gone_when_invoked_then_it_returns_without_listing(
+    connect: Callable[..., Pail], log_capture: LogCapture, name: str
+) -> None:
+    queue = connect()
+    waiting = queue.enqueue({"n": 21})  # its own event wakes the worker that runs it
+    handler = lambda_worker(lambda p: p["n"] * 2, pail=queue, logger=log_capture.logger)
+
+    summary = handler(NAMING[name](GHOST_KEY), FakeContext())
+
+    assert (summary["processed"], summary["stop_reason"]) == (0, "empty")
+    assert queue.result(waiting) is None

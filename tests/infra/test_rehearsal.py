@@ -12,12 +12,15 @@ dependency in the layer) and show that the rehearsal catches it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -37,7 +40,7 @@ from tests.support.waiting import wait_until
 from .rehearsal import toolchain
 from .rehearsal.assembly import FunctionSpec
 from .rehearsal.proxy import AwsProxy, Request
-from .rehearsal.runtime_api import FunctionFailedError
+from .rehearsal.runtime_api import FunctionFailedError, FunctionInstance
 from .rehearsal.stage import REAPER_HANDLER, WORKER_HANDLER, NoLambdaPythonError, Stage
 
 # The least-privilege table gathers the requests of every scenario of this
@@ -224,6 +227,103 @@ def test_given_pending_jobs_when_the_worker_gets_an_object_created_event_then_it
     assert status.error is not None and "cannot be built" in status.error.message
     usage.extend(proxy.snapshot())
     stage.write_report("worker_cold_start_seconds", cold)
+
+
+def _logged_jobs(output: str, message: str) -> list[str]:
+    """The job ids of a function's JSON log lines whose message is ``message``."""
+    found = []
+    for line in output.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("message") == message and "job_id" in record:
+            found.append(record["job_id"])
+    return found
+
+
+def test_given_a_drained_queue_when_an_event_names_a_job_already_run_then_one_cheap_request(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy, usage: list[Request]
+) -> None:
+    pail = queue_of(stage, s3_server)
+    job = pail.enqueue({"report_id": "ran-already", "rows": [1]})
+    assert pail.work_once(lambda payload: {"by": "another worker"})  # its event is late
+    spec = stage.assembly.function(WORKER_HANDLER)
+
+    with stage.running(spec, proxy) as worker:
+        summary = worker.invoke(object_created(stage.bucket, pail.keys.queue(job)))
+
+    calls = [(c.operation, c.status) for c in proxy.s3_calls(spec.role)]
+    print(f"\ndrained wake-up: {calls}")
+    stage.write_report("drained_wake_up", {"requests": [f"{op} {status}" for op, status in calls]})
+    assert proxy.denied() == []
+    assert (summary["processed"], summary["stop_reason"]) == (0, "empty")
+    assert calls == [("GetObject", 404)]
+    usage.extend(proxy.snapshot())
+
+
+BURST_JOBS = 100
+BURST_WORKERS = 10
+
+
+def test_given_a_burst_of_enqueues_when_ten_workers_take_the_events_then_each_job_runs_once(
+    stage: Stage, s3_server: LocalS3, proxy: AwsProxy, usage: list[Request]
+) -> None:
+    pail = queue_of(stage, s3_server)
+    spec = stage.assembly.function(WORKER_HANDLER)
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    summaries: list[dict[str, Any]] = []
+    failures: list[BaseException] = []
+    ids: list[str] = []
+
+    def serve(worker: FunctionInstance) -> None:
+        # Lambda's asynchronous queue: each instance takes the next event once it is free.
+        while (event := events.get()) is not None:
+            try:
+                summaries.append(worker.invoke(event))
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertions below
+                failures.append(exc)
+
+    with contextlib.ExitStack() as running:
+        workers = [running.enter_context(stage.running(spec, proxy)) for _ in range(BURST_WORKERS)]
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        try:
+            for n in range(BURST_JOBS):
+                ids.append(pail.enqueue({"report_id": f"burst-{n}", "rows": [1] * (n % 4)}))
+                events.put(object_created(stage.bucket, pail.keys.queue(ids[-1])))
+        finally:
+            for _ in threads:
+                events.put(None)
+            for thread in threads:
+                thread.join(timeout=600)
+        outputs = [worker.output() for worker in workers]
+
+    assert not failures, failures[0]
+    assert proxy.denied() == []
+    ran = Counter(job for output in outputs for job in _logged_jobs(output, "job succeeded"))
+    calls = Counter(c.operation for c in proxy.s3_calls(spec.role))
+    idle = sum(1 for s in summaries if s["processed"] == 0)
+    figures = {
+        "invocations": len(summaries),
+        "jobs_run": sum(ran.values()),
+        "ran_twice": sorted(job for job, times in ran.items() if times > 1),
+        "invocations_without_a_job": idle,
+        "requests": sum(calls.values()),
+        "requests_per_job": round(sum(calls.values()) / BURST_JOBS, 2),
+        "by_operation": dict(sorted(calls.items())),
+    }
+    print(f"\nburst of {BURST_JOBS} enqueues, {BURST_WORKERS} concurrent workers: {figures}")
+    stage.write_report("worker_burst", figures)
+    assert len(summaries) == BURST_JOBS
+    assert set(ran) == set(ids) and figures["ran_twice"] == []
+    assert sum(s["succeeded"] for s in summaries) == BURST_JOBS
+    for n, job in enumerate(ids):
+        assert pail.result(job) == {"report_id": f"burst-{n}", "rows": n % 4}
+    usage.extend(proxy.snapshot())
 
 
 def _crash_after_claim(s3_server: LocalS3, bucket: str) -> str:

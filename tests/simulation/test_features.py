@@ -122,7 +122,7 @@ def test_given_claims_that_promote_delayed_jobs_early_when_simulated_then_the_le
         ready: list[str] = []
         for item in page.items:
             parsed = delay.parse(keys, item.key)
-            promoted = delay.promote(store, keys, item, parsed[1]) if parsed else item.key
+            promoted = delay.promote(store, keys, item.key, parsed[1]) if parsed else item.key
             if promoted is not None:
                 ready.append(promoted)
         return ready, 0

@@ -16,6 +16,7 @@ MODULES = [
     "pail.cli.params",
     "pail.cli.worker_log",
     "pail.config",
+    "pail.aws.named",
     "pail.bounds",
     "pail.serving",
     "pail.errors",

@@ -16,7 +16,14 @@
 ``PAIL_JOB_TIMEOUT_SECONDS``, ``PAIL_MAX_JOBS``, ``PAIL_TRACING``; keyword
 arguments to ``lambda_worker`` win over them.
 
-**One invocation drains.** Whatever woke it (``pail.aws.triggers``), it claims
+**The job its event names, first.** An S3 event names the entry it
+announces (``pail.aws.triggers``); the worker claims that entry first, with
+no listing (``pail.aws.named``): an invocation whose job another one already
+ran returns after that one GET. Only one that won its job goes on to list
+and drain; a schedule, the reaper's self-heal or a direct invoke, which name
+no job, list from the start.
+
+**One invocation drains.** It claims
 and runs jobs one after another until a claim finds none, or until the
 invocation's remaining time (``context.get_remaining_time_in_millis()``)
 falls below the safety margin: no job is started with less than the margin
@@ -56,7 +63,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pail import config, log_keys, metrics_names
-from pail.aws.triggers import SQS, describe_trigger
+from pail.aws.named import NamedFirst
+from pail.aws.triggers import LOGGED_KEYS, SQS, describe_trigger
 from pail.drain import JobReport, Outcome, StopReason, Tally, drain
 from pail.errors import ConfigurationError
 from pail.message import Message
@@ -246,14 +254,15 @@ class LambdaWorker:
         runtime.logger.info(
             "worker invoked",
             trigger=trigger.kind,
-            notified_keys=list(trigger.keys),
+            notified_keys=list(trigger.keys[:LOGGED_KEYS]),
             remaining_seconds=limits.remaining(),
         )
         observer = _Observer(runtime.logger, runtime.tracer)
+        claims = NamedFirst(runtime.pail, trigger.keys)
         try:
             with runtime_logs_through(runtime.logger):
                 tally = drain(
-                    runtime.pail.claim,
+                    claims,
                     self.run,
                     limits,
                     max_jobs=runtime.max_jobs,
@@ -268,7 +277,7 @@ class LambdaWorker:
         summary: dict[str, Any] = {**tally.to_json(), "trigger": trigger.kind, "queue": queue}
         if trigger.kind == SQS:
             summary["batchItemFailures"] = []
-        runtime.logger.info("worker finished", **tally.to_json())
+        runtime.logger.info("worker finished", **tally.to_json(), named=dict(claims.found))
         if tally.error is not None:
             # S3 kept failing (on a claim, or while recording an outcome): fail the
             # invocation so that it shows in Errors and Lambda retries it.

@@ -1,11 +1,12 @@
-"""What woke the worker Lambda. For the logs only: an event never says which job to run.
+"""What woke the worker Lambda, and the object keys its event names.
 
 Every trigger is accepted: an S3 ObjectCreated notification on ``queue/``
 (direct, through EventBridge, or wrapped in SQS or SNS), an EventBridge
 schedule, the reaper's self-heal invocation, or a direct invoke with any
-payload. Whatever the event, the worker claims jobs through the protocol, so
-a thousand notifications for one job still run it once, and a notification
-that was dropped or arrived late changes nothing.
+payload. The keys an event names are candidates, never the job itself: the
+worker claims them through the protocol first (``pail.aws.named``), so a
+thousand notifications for one job still run it once, and a notification
+that was dropped, repeated or late changes nothing.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ DIRECT = "direct"
 SELF_HEAL_SOURCE = "pail.reaper"
 """The ``source`` of the event the reaper sends when it invokes a worker (self-heal)."""
 
-_MAX_KEYS = 10
+LOGGED_KEYS = 10
+"""How many of an event's keys the worker's log line shows."""
 
 
 @dataclass(frozen=True, slots=True)
 class Trigger:
-    """The kind of event, and the object keys it named (at most ten, for the log)."""
+    """The kind of event, and every object key it named, in order."""
 
     kind: str
     keys: tuple[str, ...] = ()
@@ -68,7 +70,7 @@ def _from_records(records: list[Any]) -> Trigger:
     keys: list[str] = []
     for record in records:
         keys.extend(_record_keys(record))
-    return Trigger(kind, tuple(keys[:_MAX_KEYS]), len(records))
+    return Trigger(kind, tuple(keys), len(records))
 
 
 def _record_keys(record: object) -> list[str]:

@@ -81,6 +81,22 @@ next claim no round trip. A read ahead can be stale by the time it is used;
 step 3 is what catches a stale read (its ``If-Match`` on the ETag read), as
 it catches a stale listing. One older than ``READ_AHEAD_FRESH`` is read again.
 
+**A named candidate** (``Claimer.claim_key``): an S3 event names the entry
+it announces (``queue/{id}``, ``queue/{s}/{id}`` in a sharded queue), so a
+worker it woke can try that entry without listing: the same steps 1 to 5,
+in the entry's own shard, after one HEAD of the pause marker once step 1
+found the entry (none when it is gone: an entry already taken costs one
+GET). A listing is only a source of candidates, and so is an event: a
+stale one is caught by step 3 exactly as a stale page is. A delayed entry
+(``queue/!{due}-{id}``) is promoted here only when it is high priority (due
+at the epoch, so due by any clock); one with a real due time is left to a
+listing, whose server time judges it (``Named.DUE``), or, while this
+worker's clock says it is not due, to the worker the schedule or the
+reaper's self-heal wakes later (``Named.WAITING``): no request either way.
+A key that names no pending entry of this queue (another namespace, a
+nested key, a console folder) is skipped with a log line and no request
+(``Named.FOREIGN``).
+
 Foreign bytes under ``queue/`` (an entry that is not a pending job pail can
 run: not JSON, wrong types, too deep, or a payload with ``NaN`` as pailq
 0.1.1 writes it) are quarantined on the claim's way: dead-lettered with
@@ -95,6 +111,7 @@ from __future__ import annotations
 
 import logging
 import random
+from enum import StrEnum
 from typing import Literal
 
 from pail.clock import Clock
@@ -149,6 +166,27 @@ CLEARED: Skip = "cleared"
 """The candidate was foreign bytes, now quarantined: progress, not contention."""
 
 
+class Named(StrEnum):
+    """What a claim of a named entry (``Claimer.claim_key``) found."""
+
+    CLAIMED = "claimed"
+    """The job is ours: a lease."""
+    GONE = "gone"
+    """No entry at that key (taken, ended or never there): one GET, nothing more."""
+    TAKEN = "taken"
+    """The entry was there, but another worker won it, or it had ended or was cancelled."""
+    CLEARED = "cleared"
+    """The entry held foreign bytes, now quarantined (dead-lettered raw)."""
+    PAUSED = "paused"
+    """The queue is paused: nothing was claimed."""
+    WAITING = "waiting"
+    """A delayed entry not due by this worker's clock: no request."""
+    DUE = "due"
+    """A delayed entry due by this worker's clock: only a listing (the server's clock) promotes it."""
+    FOREIGN = "foreign"
+    """The key names no pending entry of this queue: skipped with a log line, no request."""
+
+
 class Claimer:
     """Claims jobs for one worker. Not thread-safe: one per worker thread."""
 
@@ -175,7 +213,8 @@ class Claimer:
         # No draw for one source: an unsharded claimer's random sequence is as it was.
         self._source = self._rng.randrange(len(self._sources)) if len(self._sources) > 1 else 0
         self._page_keys = self._sources[self._source]
-        """The keys of the source the cached page came from (its shard's)."""
+        """The keys of the source the candidate being claimed came from (its shard's): the
+        cached page's, or a named entry's while ``claim_key`` claims it."""
         self._tokens: dict[int, str | None] = {}
         """Where each source's listing continues, in a store that lists in no order."""
         self._walked = 0
@@ -194,7 +233,9 @@ class Claimer:
         self.lists = 0
         self._pause_check = PauseCheck(store, keys)
         self.paused = False
-        """True when this claimer's last refill found the queue paused (``pail.protocol.pause``)."""
+        """True when this claimer's last refill (or named claim) found the queue paused."""
+        self.named: Named | None = None
+        """What the last ``claim_key`` found."""
 
     def claim(self, *, polling: bool = False) -> Lease | None:
         """Claim one pending job, or return None if the queue looks empty.
@@ -206,6 +247,55 @@ class Claimer:
         lease = self._claim(polling and self._idle)
         self._idle = lease is None
         return lease
+
+    def claim_key(self, key: str) -> Lease | None:
+        """Claim the job whose pending entry is ``key`` (an S3 event named it), without listing.
+
+        Returns the lease, or None; ``named`` then says what was found
+        (``Named``). An entry that is gone costs one GET; one that is there
+        costs a HEAD of the pause marker and the claim's own steps. The
+        cached page and its walk are left as they were. See "A named
+        candidate" in the module docstring.
+        """
+        source = self._keys.of_key(key, QUEUE)
+        job_id = source.entry_id(key, QUEUE)
+        if job_id is None:
+            log.warning(
+                "skipping %r: not a pending job's key of queue %r", key, self._keys.namespace
+            )
+            return self._found(Named.FOREIGN)
+        parsed = delay.parse(source, key)
+        if parsed is not None:
+            due_ms, job_id = parsed
+            if due_ms != delay.HIGH_DUE_MS:
+                waiting = due_ms > self._clock.now().timestamp() * 1000
+                return self._found(Named.WAITING if waiting else Named.DUE)
+            promoted = delay.promote(self._store, source, key, job_id, stats=self._stats)
+            if promoted is None:
+                return self._found(Named.GONE)
+            key = promoted
+        pending = self._store.get(key)
+        if pending is None:
+            return self._found(Named.GONE)
+        # The pause is honoured per named claim as per refill: one HEAD, once the entry exists.
+        self.paused = self._pause_check()
+        if self.paused:
+            return self._found(Named.PAUSED)
+        # The steps write in the candidate's shard, which they read from _page_keys.
+        page_keys, self._page_keys = self._page_keys, source
+        try:
+            outcome = self._take(key, pending)
+        finally:
+            self._page_keys = page_keys
+        if isinstance(outcome, Lease):
+            self.named = Named.CLAIMED
+            return outcome
+        return self._found(Named.CLEARED if outcome == CLEARED else Named.TAKEN)
+
+    def _found(self, found: Named) -> Lease | None:
+        """No lease: record what the named claim found instead."""
+        self.named = found
+        return None
 
     def _claim(self, idle: bool) -> Lease | None:
         lists = misses = cleared = 0
@@ -358,10 +448,14 @@ class Claimer:
         return self._store.get(key)
 
     def _try(self, key: str) -> Lease | Skip:
-        job_id = self._page_keys.job_id(key)
         pending = self._read(key)
         if pending is None:
             return MISS
+        return self._take(key, pending)
+
+    def _take(self, key: str, pending: StoredObject) -> Lease | Skip:
+        """Steps 2 to 5 for the entry ``pending`` read at ``key``, in ``_page_keys``' shard."""
+        job_id = self._page_keys.job_id(key)
         try:
             envelope = Envelope.decode(pending.body)
             check_carried(envelope.payload)

@@ -66,6 +66,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The earliest due time a key can hold (13 digits of milliseconds since it)."""
 HIGH_DUE = EPOCH
 """The due time of a high-priority entry: always due, and before any real due time."""
+HIGH_DUE_MS = 0
+"""``HIGH_DUE`` as a key spells it (milliseconds since the epoch): due by any clock."""
 
 
 class Priority(StrEnum):
@@ -177,7 +179,7 @@ def claimable_keys(
         if parsed is None:
             normal.append(item.key)
         elif parsed[0] <= now_ms and len(promoted) < MAX_PROMOTIONS_PER_REFILL:
-            key = promote(store, keys, item, parsed[1], stats=stats)
+            key = promote(store, keys, item.key, parsed[1], stats=stats)
             if key is not None:
                 promoted.append(key)
     lists = 0
@@ -191,15 +193,15 @@ def claimable_keys(
 
 
 def promote(
-    store: Store, keys: Keys, item: ObjectInfo, job_id: str, *, stats: WriteStats | None = None
+    store: Store, keys: Keys, key: str, job_id: str, *, stats: WriteStats | None = None
 ) -> str | None:
-    """Move a due delayed entry to ``queue/{id}``; its key, or None if it was gone.
+    """Move the due delayed entry ``key`` to ``queue/{id}``; the new key, or None if it was gone.
 
     Foreign bytes are not moved: the delayed entry's own key comes back, and
     the claim quarantines them where they are (a copy would write the same
     bytes again at every promotion, and every pail write is unique).
     """
-    entry = store.get(item.key)
+    entry = store.get(key)
     if entry is None:
         return None  # promoted or cancelled by someone else meanwhile
     try:
@@ -207,12 +209,12 @@ def promote(
         fresh = replace(Envelope.decode(entry.body), write=new_token())
         body, token = fresh.encode(), fresh.write
     except (DecodeError, PayloadError):
-        return item.key
+        return key
     target = keys.queue(job_id)
     put_conditional(store, target, body, token, if_none_match=True, stats=stats, reason="promote")
     # 412 above: the job is pending already (an earlier promotion that died
     # before this delete) or was taken; either way this entry has done its work.
-    delete_if_unchanged(store, item.key, entry.etag)
+    delete_if_unchanged(store, key, entry.etag)
     return target
 
 

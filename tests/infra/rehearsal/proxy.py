@@ -26,6 +26,7 @@ import http.client
 import json
 import re
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -80,6 +81,31 @@ class Request:
     status: int = 0
     prefix: str | None = None
     """For a listing: the ``s3:prefix`` it asked for."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One HTTP request to S3 as the server saw it (a request may make several IAM checks)."""
+
+    role: str
+    method: str
+    path: str
+    """The key (``bucket/key``), or ``bucket?prefix`` for a listing."""
+    status: int
+    seconds: float = 0.0
+    """How long the local server took to answer (0 for a denied request)."""
+
+    @property
+    def operation(self) -> str:
+        """S3's name for the request: GetObject, HeadObject, PutObject, DeleteObject, ListObjectsV2."""
+        if "?" in self.path:
+            return "ListObjectsV2"
+        return {
+            "GET": "GetObject",
+            "HEAD": "HeadObject",
+            "PUT": "PutObject",
+            "DELETE": "DeleteObject",
+        }.get(self.method, self.method)
 
 
 @dataclass(frozen=True)
@@ -173,6 +199,7 @@ class AwsProxy:
         self.on_invoke = on_invoke
         self._lock = threading.Lock()
         self.requests: list[Request] = []
+        self.calls: list[Call] = []
         self.ecs_services: dict[str, EcsService] = {}
         self.ecs_updates: list[tuple[str, int]] = []
         self._server = QuietServer(("127.0.0.1", 0), self._handler_class())
@@ -204,6 +231,15 @@ class AwsProxy:
         with self._lock:
             self.requests.append(request)
 
+    def call(self, call: Call) -> None:
+        with self._lock:
+            self.calls.append(call)
+
+    def s3_calls(self, role: str | None = None) -> list[Call]:
+        """Every S3 request so far (of ``role``), one per HTTP request."""
+        with self._lock:
+            return [c for c in self.calls if role is None or c.role == role]
+
     def denied(self) -> list[Request]:
         with self._lock:
             return [r for r in self.requests if not r.allowed]
@@ -211,6 +247,7 @@ class AwsProxy:
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.calls.clear()
 
     def snapshot(self) -> list[Request]:
         with self._lock:
@@ -278,6 +315,9 @@ class AwsProxy:
                     self._reply(403, b"service not modelled", "text/plain")
                     return
                 checks = s3_checks(self.command, split.path, query, self.headers, body)
+                bucket_path = unquote(split.path).lstrip("/")
+                if "list-type" in query:
+                    bucket_path += "?" + query.get("prefix", [""])[0]
                 allowed = [
                     policy is not None and policy.allows(c.action, c.resource, c.context)
                     for c in checks
@@ -287,9 +327,13 @@ class AwsProxy:
                         proxy.record(
                             Request(role, "s3", check.action, check.resource, ok, 403, check.prefix)
                         )
+                    proxy.call(Call(role, self.command, bucket_path, 403))
                     self._s3_denied(checks[allowed.index(False)])
                     return
+                started = time.monotonic()
                 status, headers, payload = self._forward(body)
+                took = time.monotonic() - started
+                proxy.call(Call(role, self.command, bucket_path, status, took))
                 if (
                     status == 404
                     and self.command in {"GET", "HEAD"}
