@@ -442,13 +442,16 @@ class World:
             f"{kind}-{number}", kind, clock_offset=self.rng.uniform(0, 1000)
         )
         self.skews[process] = self.rng.uniform(-self.config.clock_skew, self.config.clock_skew)
-        body = {
+        bodies: dict[str, ActorBody] = {
             "producer": self.model.producer,
             "worker": self.model.worker,
             "reaper": self.model.reaper,
             "redriver": actors.redriver,
             "canceller": actors.canceller,
-        }[kind]
+        }
+        for extra in self.extras:  # kinds of process an extra adds (``named.EventWorkers``)
+            bodies.update(getattr(extra, "bodies", {}))
+        body = bodies[kind]
         self.scheduler.spawn(process, process.name, lambda: body(self, process), delay)
         return process
 

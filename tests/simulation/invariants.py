@@ -92,6 +92,8 @@ class Kind(StrEnum):
     """A foreign object was not quarantined, passed by or left alone as the rule says (``hostile``)."""
     PAUSE = "claimed-while-paused"
     """A worker claimed a job after a refill of its own had seen the queue paused (``pausing``)."""
+    NAMED_WAKE = "named-wake-cost"
+    """An invocation whose named entries were gone sent more than their GETs (``named``)."""
 
 
 class Rules(StrEnum):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pail.errors import PailError
 from pail.protocol.overlap import Answer, retried
 from tests.simulation.scheduler import Actor, Process
 
@@ -93,8 +94,14 @@ class SimOverlap:
         world.counts["background_requests"] += 1
 
     def flush(self, timeout: float = 0.0) -> bool:
+        """Wait for every request started so far; as ``Threads.flush``, an error is not raised."""
         for helper in list(self._helpers):
-            helper.get()
+            try:
+                helper.get()
+            except PailError as exc:
+                self._world.ledger.note(
+                    f"{self._process.name}: an overlapped request failed: {exc}"
+                )
         return True
 
     def _start[T](self, call: Callable[[], T]) -> _Helper[T]:
