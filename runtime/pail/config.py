@@ -46,6 +46,11 @@ ENV_JOB_TIMEOUT = "PAIL_JOB_TIMEOUT_SECONDS"
 ENV_SELF_HEAL_AFTER = "PAIL_SELF_HEAL_AFTER_SECONDS"
 ENV_METRICS = "PAIL_METRICS"
 """``pail work``'s metrics: ``emf`` (CloudWatch EMF lines on stdout), ``none``, or ``auto``."""
+ENV_TASK_PROTECTION = "PAIL_TASK_PROTECTION"
+"""``pail work``/``work-once`` inside ECS: protect the task from scale-in while it runs a job
+(true by default; ``pail.runner.protection``)."""
+ENV_ECS_AGENT_URI = "ECS_AGENT_URI"
+"""Not pail's: the container agent's endpoint, which ECS sets in every task's containers."""
 
 ALL_ENV_VARS: tuple[str, ...] = (
     ENV_BUCKET,
@@ -63,6 +68,7 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_JOB_TIMEOUT,
     ENV_SELF_HEAL_AFTER,
     ENV_METRICS,
+    ENV_TASK_PROTECTION,
 )
 
 DEFAULT_VISIBILITY_TIMEOUT = 30.0

@@ -18,6 +18,10 @@ before its handler starts, its attempt not spent (``returned``).
 The time budget only bounds claiming: a job started inside it runs to its
 end (bounded by ``job_timeout`` if set).
 
+Inside an ECS task (``ECS_AGENT_URI`` set) the task protects itself from
+scale-in while it holds a job, and drops the protection when a claim finds
+the queue empty and when the run ends (``pail.runner.protection``).
+
 ``pail work-once`` and ``pail work`` (``pail.cli.workers``) are this
 runner's command line, and the Fargate task runs them; their exit codes are in
 ``pail.cli.exit_codes``. ``python -m pail.runner work-once|work [options]``
@@ -42,6 +46,7 @@ from pail.config import DEFAULT_GRACE_PERIOD, DEFAULT_MIN_POLL_INTERVAL, DEFAULT
 from pail.drain import Handler, Observer, Polling, ProcessLimits, Tally, drain
 from pail.errors import ConfigurationError
 from pail.queue import Pail
+from pail.runner.protection import TaskProtection
 
 log = logging.getLogger("pail.runner")
 
@@ -141,6 +146,16 @@ def _signals_routed_to(limits: ProcessLimits, install: bool) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@contextmanager
+def _protecting(protection: TaskProtection | None) -> Iterator[None]:
+    """Whatever ends the run (an error, a signal, the handler), the task's protection is dropped."""
+    try:
+        yield
+    finally:
+        if protection is not None:
+            protection.close()
+
+
 # -- running ---------------------------------------------------------------------
 
 
@@ -158,6 +173,7 @@ def run(
     min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL,
     stop: threading.Event | None = None,
     observer: Observer | None = None,
+    protection: TaskProtection | None = None,
 ) -> RunSummary:
     """Run ``handler(payload)`` on the queue's jobs until done; see the module docstring.
 
@@ -166,6 +182,8 @@ def run(
     ``time_budget``. Signal handlers are installed only when called from the
     main thread, and the previous ones are put back on return. ``observer``
     sees each job start and end (default: ``drain.LoggingObserver``).
+    ``protection``: the ECS task's scale-in protection (default: from the
+    environment, ``TaskProtection.from_env``; None outside ECS).
 
     >>> from pail.store import MemoryStore
     >>> queue = Pail(MemoryStore("jobs"))
@@ -181,9 +199,12 @@ def run(
         time_budget=time_budget, grace_period=grace_period, stop=stop, clock=pail.clock.monotonic
     )
     polling = None if once else Polling(min(min_poll_interval, poll_interval), poll_interval)
-    with _signals_routed_to(limits, install_signal_handlers):
+    if protection is None:
+        protection = TaskProtection.from_env(None, visibility_timeout=pail.visibility_timeout)
+    claim = pail.poll if polling is not None else pail.claim
+    with _signals_routed_to(limits, install_signal_handlers), _protecting(protection):
         tally = drain(
-            pail.poll if polling is not None else pail.claim,
+            claim if protection is None else protection.claiming(claim),
             handler,
             limits,
             max_jobs=max_jobs,
