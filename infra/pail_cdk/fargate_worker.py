@@ -14,13 +14,21 @@ Two modes:
   enqueue's *Object Created* event (``pail_cdk.wake``), not a minute later by
   the metrics.
 
+**Scale-in protection.** A service's task protects itself from scale-in
+and deployments while it holds a job (ECS task scale-in protection, through
+the container agent: ``pail.runner.protection``) and drops the protection
+once idle; its role may call ``ecs:UpdateTaskProtection`` on its cluster's
+tasks, and nothing else of ECS. A ``once`` task (started by ``RunTask``,
+belonging to no service, so ECS would refuse it) is told not to try
+(``PAIL_TASK_PROTECTION=false``) and gets no such right.
+
 **Stopping a task that holds a job.** ECS stops a task with SIGTERM, then
 SIGKILL ``stop_timeout`` later (at most 2 minutes on Fargate). The runner
 claims nothing more, lets the running job finish within ``grace_period``,
 and otherwise gives its lease back at once (the job is claimable again, the
-attempt spent), ahead of the SIGKILL. The auto scaling policy stops tasks
-only when none holds a job, so this path is for deployments, Fargate
-maintenance and the rare job claimed just as the service scales in.
+attempt spent), ahead of the SIGKILL. Scale-in and deployments wait for a
+protected task, so this path is for what ignores protection: Fargate
+retiring a task, a task stopped by hand, a protection that could not be set.
 
 The image must have the ``pail`` console script on its ``PATH`` and the
 handler's module importable; its own entry point, if any, must run the command
@@ -40,12 +48,13 @@ import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from aws_cdk import Duration, Stack
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -82,6 +91,11 @@ ECR_TOKEN_REASON = (
 TAG_TASKS_REASON = (
     "The EventBridge RunTask target tags the tasks it starts (ecs:TagResource); task ids "
     "are only known once started, so the ARN is limited to this cluster's tasks."
+)
+PROTECT_TASKS_REASON = (
+    "A task sets its own scale-in protection (ecs:UpdateTaskProtection, through the ECS agent) "
+    "while it holds a job; task ids are only known once started, so the ARN is limited to "
+    "this cluster's tasks."
 )
 
 
@@ -299,7 +313,12 @@ class PailFargateWorker(Construct):
         )
         queue.grant_consume(self.task_definition.task_role)
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
-        runtime_env = {config.ENV_HANDLER: handler, config.ENV_GRACE_PERIOD: seconds(grace)}
+        runtime_env = {
+            config.ENV_HANDLER: handler,
+            config.ENV_GRACE_PERIOD: seconds(grace),
+            # Only a service's tasks can be protected (a RunTask task gets TASK_NOT_VALID).
+            config.ENV_TASK_PROTECTION: str(parsed_mode is FargateWorkerMode.SERVICE).lower(),
+        }
         if max_jobs is not None:
             runtime_env[config.ENV_MAX_JOBS] = str(max_jobs)
         if time_budget is not None:
@@ -319,6 +338,9 @@ class PailFargateWorker(Construct):
             f"{nag.IAM5}[Resource::*]",
             ECR_TOKEN_REASON,
         )
+
+        if self.mode is FargateWorkerMode.SERVICE:
+            self._grant_task_protection()
 
         self.enqueue_rule: events.Rule | None = None
         self.schedule_rule: events.Rule | None = None
@@ -398,6 +420,26 @@ class PailFargateWorker(Construct):
                 targets=[run_task()],
             )
         self._acknowledge_events_role()
+
+    def _grant_task_protection(self) -> None:
+        """Let a task protect itself: ``ecs:UpdateTaskProtection`` on this cluster's tasks only.
+
+        The agent's endpoint makes the call with the task role's credentials;
+        the runner only sets and clears (a PUT), never reads the state (which
+        would need ``ecs:GetTaskProtection``).
+        """
+        stack = Stack.of(self)
+        tasks = stack.format_arn(
+            service="ecs",
+            resource="task",
+            resource_name=f"{self.cluster.cluster_name}/*",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        role = self.task_definition.task_role
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["ecs:UpdateTaskProtection"], resources=[tasks])
+        )
+        nag.acknowledge_wildcard_resources(role, [tasks], PROTECT_TASKS_REASON)
 
     def _acknowledge_events_role(self) -> None:
         role = self.task_definition.node.try_find_child("EventsRole")

@@ -10,7 +10,7 @@ from pail import config
 from pail.keys import QUEUE
 
 from .conftest import Synthesis
-from .helpers import logical_id
+from .helpers import Statement, logical_id, statements
 
 
 def _container(synthesis: Synthesis, stack: str) -> dict[str, Any]:
@@ -37,6 +37,7 @@ def test_given_the_example_service_when_synthesised_then_tasks_run_work_with_the
         config.ENV_SHARDS: "1",
         config.ENV_HANDLER: "report:run",
         config.ENV_GRACE_PERIOD: "115",
+        config.ENV_TASK_PROTECTION: "true",
     }
     assert container["LogConfiguration"]["LogDriver"] == "awslogs"
     assert container["LogConfiguration"]["Options"]["awslogs-stream-prefix"] == "pail"
@@ -58,6 +59,7 @@ def test_given_once_mode_when_synthesised_then_the_task_runs_work_once(
     container = _container(variants, "Once")
     assert container["Command"] == ["pail", "work-once", "--handler", "report:run"]
     assert _environment(container)[config.ENV_QUEUE] == "exports"
+    assert _environment(container)[config.ENV_TASK_PROTECTION] == "false"
     template = variants.template("Once")
     template.resource_count_is("AWS::ECS::Service", 0)
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
@@ -142,3 +144,31 @@ def test_given_service_mode_when_synthesised_then_a_service_runs_work_and_no_rul
     # Only the reaper's schedule: the service polls, nothing starts tasks.
     template.resource_count_is("AWS::Events::Rule", 1)
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+
+
+def _ecs_statements(template: dict[str, Any]) -> set[Statement]:
+    (task,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
+    role = task["Properties"]["TaskRoleArn"]["Fn::GetAtt"][0]
+    return {s for s in statements(template, role) if any(a.startswith("ecs:") for a in s.actions)}
+
+
+def test_given_a_service_when_synthesised_then_its_tasks_may_only_set_their_own_protection(
+    example: Synthesis,
+) -> None:
+    template = example.templates["PailExample"]
+    cluster = logical_id(template, "AWS::ECS::Cluster", "ExportTaskCluster")
+
+    assert _ecs_statements(template) == {
+        Statement(
+            actions=("ecs:UpdateTaskProtection",),
+            resources=(
+                f"arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{cluster}>/*",
+            ),
+        )
+    }
+
+
+def test_given_once_mode_when_synthesised_then_its_tasks_get_no_ecs_right(
+    variants: Synthesis,
+) -> None:
+    assert _ecs_statements(variants.templates["Once"]) == set()

@@ -127,7 +127,8 @@ def test_given_fargate_worker_when_synthesised_then_task_role_consumes_the_names
 ) -> None:
     template = example.templates["PailExample"]
     bucket = _bucket(template, "JobsBucket")
-    assert statements(template, "ExportTaskTaskDefinitionTaskRole") == {
+    # And its scale-in protection (test_fargate_worker.py): its cluster's tasks, nothing else.
+    assert s3_statements(template, "ExportTaskTaskDefinitionTaskRole") == {
         Statement((DELETE, GET, PUT), _objects(bucket, "exports/", *ALL_PREFIXES)),
         Statement((GET,), _objects(bucket, "exports/", PAUSE_MARKER)),
         _listing(bucket, "exports/", *ALL_PREFIXES, PAUSE_MARKER),

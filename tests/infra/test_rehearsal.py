@@ -35,6 +35,7 @@ from pail.keys import RUN
 from pail.local import LocalS3
 from pail.status import JobState
 from pail_cdk.wake_handler import ENV_CLUSTER, ENV_SERVICE
+from tests.support.ecs_agent import EcsAgentDouble
 from tests.support.waiting import wait_until
 
 from .rehearsal import toolchain
@@ -562,19 +563,34 @@ def test_given_the_fargate_task_when_its_command_runs_from_the_image_context_the
     }
 
     assert container["Command"] == ["pail", "work", "--handler", "report:run"]
+    (cluster,) = deployment.resources("AWS::ECS::Cluster")
+    task_arn = f"arn:aws:ecs:us-east-1:123456789012:task/{deployment.physical_name(cluster)}/0a1b"
+    policy = proxy.policies[role]
+
+    def may_protect() -> bool:
+        # The agent calls UpdateTaskProtection with the task role's credentials.
+        allowed = policy.allows("ecs:UpdateTaskProtection", task_arn)
+        action = "ecs:UpdateTaskProtection"
+        proxy.record(Request(role, "ecs", action, task_arn, allowed, 200 if allowed else 400))
+        return allowed
 
     # A service's task: it works the job, polls on, and stops cleanly on ECS's SIGTERM.
-    with subprocess.Popen(
-        container["Command"],
-        cwd=context / "app",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as running:
+    with (
+        EcsAgentDouble(authorize=may_protect, task_arn=task_arn) as agent,
+        subprocess.Popen(
+            container["Command"],
+            cwd=context / "app",
+            env={**env, "ECS_AGENT_URI": agent.uri},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as running,
+    ):
         try:
             wait_until(
-                lambda: pail.result(job) is not None, timeout=120, what="the task to work the job"
+                lambda: pail.result(job) is not None and agent.states() == [True, False],
+                timeout=120,
+                what="the task to work the job, then drop its protection once idle",
             )
         finally:
             running.send_signal(signal.SIGTERM)
@@ -586,6 +602,13 @@ def test_given_the_fargate_task_when_its_command_runs_from_the_image_context_the
     assert proxy.denied() == []
     assert pail.result(job) == {"report_id": "export-1", "rows": 3}
     assert {r.role for r in proxy.snapshot()} == {role}, task_id
+    # Protected from its claim to its result; nothing on or left on after SIGTERM.
+    (result_written,) = [
+        c.at for c in proxy.s3_calls(role) if c.method == "PUT" and c.path.endswith(f"done/{job}")
+    ]
+    protected, released = agent.calls
+    assert protected.enabled and protected.at < result_written < released.at
+    assert not released.enabled and not agent.protected()
     usage.extend(proxy.snapshot())
 
 

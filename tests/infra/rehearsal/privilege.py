@@ -27,6 +27,11 @@ def _state(path: str) -> str:
     return path or "(bucket)"
 
 
+def _ecs_resource(arn: str) -> str:
+    """An ECS resource as the table names it: the service, or its cluster's tasks."""
+    return "its cluster's tasks" if ":task/" in arn else "the service"
+
+
 def used(requests: Iterable[Request]) -> dict[str, dict[str, set[str]]]:
     """role -> action -> the states it was used on (allowed S3, Lambda and ECS requests)."""
     table: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
@@ -36,7 +41,7 @@ def used(requests: Iterable[Request]) -> dict[str, dict[str, set[str]]]:
         if request.service == "lambda":
             table[request.role][request.action].add("the worker function")
         elif request.service == "ecs":
-            table[request.role][request.action].add("the service")
+            table[request.role][request.action].add(_ecs_resource(request.resource))
         elif request.action == "s3:ListBucket":
             table[request.role][request.action].add(_state(request.prefix or ""))
         else:
@@ -55,7 +60,7 @@ def granted(policy: Policy) -> dict[str, set[str]]:
             if action.startswith("lambda:"):
                 table[action].add("the worker function")
             if action.startswith("ecs:"):
-                table[action].add("the service")
+                table[action].update(_ecs_resource(resource) for resource in statement.resources)
             if not action.startswith("s3:"):
                 continue
             if action == "s3:ListBucket":

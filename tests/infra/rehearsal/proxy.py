@@ -29,7 +29,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -94,6 +94,8 @@ class Call:
     status: int
     seconds: float = 0.0
     """How long the local server took to answer (0 for a denied request)."""
+    at: float = field(default_factory=time.monotonic, compare=False)
+    """``time.monotonic()`` when the answer came back."""
 
     @property
     def operation(self) -> str:
