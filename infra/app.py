@@ -8,7 +8,9 @@ It deploys what the README describes:
   namespace, worked by a Fargate service whose image ``worker_image`` builds
   from the same handler folder. It scales on the queue's metrics from zero
   tasks (nothing runs while the queue is idle) up to four, and an enqueue
-  wakes it from zero at once.
+  wakes it from zero at once;
+* ``Dashboard``: a CloudWatch dashboard with a section per queue (backlog,
+  jobs per minute, dead letters, leases, the workers, the reaper).
 
 cdk-nag's AWS Solutions checks run on every synth; a finding that is not
 acknowledged (next to its resource, with a reason) fails the synth.
@@ -36,7 +38,13 @@ from aws_cdk import aws_lambda as lambda_
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from pail_cdk import PailFargateWorker, PailQueue, PailWorkerFunction, worker_image
+from pail_cdk import (
+    PailDashboard,
+    PailFargateWorker,
+    PailQueue,
+    PailWorkerFunction,
+    worker_image,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDLERS = ROOT / "examples" / "handlers"
@@ -75,6 +83,10 @@ class PailExampleStack(Stack):
             min_tasks=0,
             max_tasks=4,
         )
+        self.dashboard = PailDashboard(
+            self, "Dashboard", queue=self.jobs, worker_function=self.worker
+        )
+        self.dashboard.add_queue(self.exports, fargate_worker=self.fargate)
 
 
 def build_app(outdir: str | None = None) -> App:

@@ -5,6 +5,7 @@
 * ``PailFargateWorker``: workers as Fargate tasks (one-shot or a service, fixed or
   auto scaling on the queue's metrics: ``QueueScaling``, ``ServiceWake``), with
   ``worker_image`` to build their image from the user's own folder.
+* ``PailDashboard``: a CloudWatch dashboard of the queues, their workers and reapers.
 
 ``PailQueue(express_zone_id=...)`` puts a queue in an S3 Express One Zone
 directory bucket (``pail_cdk.directory_bucket``).
@@ -31,6 +32,7 @@ from pail_cdk.bundling import (
     public_powertools_layer,
     runtime_layer,
 )
+from pail_cdk.dashboard import PailDashboard
 from pail_cdk.errors import LayerBuildError, PailCdkError
 from pail_cdk.fargate_worker import FargateWorkerMode, PailFargateWorker
 from pail_cdk.image import worker_image
@@ -44,6 +46,7 @@ __all__ = [
     "LayerBuildError",
     "LocalPipBundling",
     "PailCdkError",
+    "PailDashboard",
     "PailFargateWorker",
     "PailQueue",
     "PailWorkerFunction",

@@ -171,6 +171,7 @@ def test_given_the_wheel_when_the_user_app_synthesises_then_only_the_installed_p
     assert kinds["AWS::ECS::Service"] == 1
     assert kinds["AWS::ApplicationAutoScaling::ScalableTarget"] == 1
     assert kinds["AWS::ApplicationAutoScaling::ScalingPolicy"] == 2
+    assert kinds["AWS::CloudWatch::Dashboard"] == 1
 
 
 def test_given_the_synthesised_layer_then_it_holds_the_wheel_s_pail_with_bytecode_and_no_cli(
