@@ -30,7 +30,6 @@ from pail.errors import (
 )
 from pail.message import Message
 from pail.protocol.dedup import EnqueueResult
-from pail.protocol.reaper import ReapReport
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.transitions import Ending
 from pail.queue import Pail
@@ -41,6 +40,7 @@ from pail.store.s3 import Mode
 
 if TYPE_CHECKING:
     from pail.aws.lambda_worker import lambda_worker as lambda_worker
+    from pail.protocol.reaper import ReapReport as ReapReport
 
 __version__ = "0.3.0"
 
@@ -90,4 +90,9 @@ def __getattr__(name: str) -> Any:
         from pail.aws.lambda_worker import lambda_worker
 
         return lambda_worker
+    # The reaper's report, on first use too: a worker's cold start needs no reaper.
+    if name == "ReapReport":
+        from pail.protocol.reaper import ReapReport
+
+        return ReapReport
     raise AttributeError(f"module 'pail' has no attribute {name!r}")

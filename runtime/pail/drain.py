@@ -43,7 +43,6 @@ left) and the loop goes on: one bad job never ends a drain.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import logging
@@ -570,6 +569,8 @@ class _Call:
         try:
             result = self._handler(self._job.message.payload)
             if inspect.isawaitable(result):  # an `async def` handler: run it on a loop of its own
+                import asyncio  # here: most handlers are plain, and asyncio costs a cold start
+
                 result = asyncio.run(_awaited(result))
             self.result = result
         except BaseException as exc:  # noqa: BLE001 - handed to the supervisor, which records it on the job

@@ -13,8 +13,6 @@ import re
 import secrets
 from datetime import UTC, datetime
 
-from ulid import ULID
-
 from pail.errors import ConfigurationError
 from pail.keys import MAX_ID_LENGTH
 
@@ -24,6 +22,11 @@ _ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 
 def new_job_id() -> str:
     """A new ULID string, e.g. ``01JD8X3W5K9T2B7Q4R6M0N1P2S``."""
+    # Imported here: python-ulid reads its own version through importlib.metadata
+    # at import, which scans every installed distribution (~40 ms on a Lambda
+    # cold start), and a worker never makes a job id.
+    from ulid import ULID
+
     return str(ULID())
 
 
@@ -45,6 +48,8 @@ def ulid_time(job_id: str) -> datetime | None:
     """The creation time encoded in a ULID job id, or None for other ids."""
     if not is_ulid(job_id):
         return None
+    from ulid import ULID  # see new_job_id
+
     try:
         return ULID.from_str(job_id).datetime.astimezone(UTC)
     except ValueError:  # another library's idea of a valid ULID: no time to tell

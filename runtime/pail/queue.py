@@ -44,11 +44,6 @@ from pail.errors import (
 from pail.ids import new_job_id, validate_job_id
 from pail.keys import DLQ, Keys
 from pail.message import Message
-from pail.operate import dead_letters as dead_letter_ops
-from pail.operate import purge as purge_ops
-from pail.operate.jobs import JobPage, list_jobs
-from pail.operate.objects import JobKind
-from pail.operate.queues import QueueList, list_queues
 from pail.protocol import cancel, dedup, layout, redrive
 from pail.protocol import pause as pause_marker
 from pail.protocol.claim import Claimer, Named
@@ -57,7 +52,6 @@ from pail.protocol.delay import find as find_delayed
 from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
 from pail.protocol.lease import Lease
 from pail.protocol.overlap import FLUSH_TIMEOUT, Overlap, Threads
-from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
@@ -69,6 +63,13 @@ from pail.store.s3 import Mode, S3Store, validate_bucket_name
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+
+    # The operator's reads and actions, and the reaper, are imported where they
+    # are called: a worker's cold start (the Lambda's) needs none of them.
+    from pail.operate.jobs import JobPage
+    from pail.operate.purge import PurgeReport
+    from pail.operate.queues import QueueList
+    from pail.protocol.reaper import Reaper, ReapReport
 
 log = logging.getLogger("pail")
 
@@ -615,6 +616,8 @@ class Pail:
     def reap(self) -> ReapReport:
         """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent."""
         if self._reaper is None:
+            from pail.protocol.reaper import Reaper
+
             self._reaper = Reaper(
                 self._store, self._write_keys(), self._policy, stats=self.write_stats
             )
@@ -650,13 +653,15 @@ class Pail:
         False if it changed meanwhile; ``JobNotFoundError`` if there is none.
         See ``pail.operate.dead_letters``.
         """
+        from pail.operate import dead_letters as dead_letter_ops
+
         return dead_letter_ops.delete_dead_letter(
             self._store, self.keys, validate_job_id(job_id), etag=etag
         )
 
     def jobs(
         self,
-        state: str = JobKind.PENDING,
+        state: str = "pending",
         *,
         limit: int = 50,
         after: str | None = None,
@@ -668,6 +673,9 @@ class Pail:
         ``JobPage.more`` says the listing stopped before the end;
         pass its ``next_after`` as ``after`` for the next page.
         """
+        from pail.operate.jobs import list_jobs
+        from pail.operate.objects import JobKind
+
         validate_count("limit", limit, minimum=1, maximum=MAX_PAGE_LIMIT)
         try:
             kind = JobKind(state)
@@ -677,13 +685,15 @@ class Pail:
             ) from None
         return list_jobs(self._store, self.keys, kind, limit=limit, after=after, details=details)
 
-    def purge(self, *, limit: int | None = None) -> purge_ops.PurgeReport:
+    def purge(self, *, limit: int | None = None) -> PurgeReport:
         """Cancel every pending job (at most ``limit``); running jobs are never touched.
 
         Each purged job ends ``cancelled``; see ``pail.operate.purge`` for the cost.
         """
         if limit is not None:
             validate_count("limit", limit)
+        from pail.operate import purge as purge_ops
+
         return purge_ops.purge(self._store, self.keys, limit=limit, stats=self.write_stats)
 
     def pause(self, reason: str | None = None) -> bool:
@@ -715,6 +725,8 @@ class Pail:
 
     def queues(self) -> QueueList:
         """The queues (namespaces) in this bucket; ``""`` is the default queue."""
+        from pail.operate.queues import list_queues
+
         return list_queues(self._store)
 
     def redrive(self, job_id: str | None = None, *, all: bool = False) -> list[str]:
