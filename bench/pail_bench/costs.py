@@ -10,10 +10,17 @@ named here, so a reader can redo the arithmetic with their own.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pail_bench.counting import by_operation
+
+BURST = Path(__file__).resolve().parents[1] / "lambda_burst.json"
+"""The deploy rehearsal's burst (``tests/infra/test_rehearsal.py``: 100 enqueues, each event
+invoking the synthesised worker under awslambdaric, 10 at a time, through the IAM proxy): the
+worker role's requests by operation, copied from its report (``worker_burst``)."""
 
 MILLION = 1_000_000
 WRITE_CLASS = frozenset({"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects"})
@@ -75,6 +82,26 @@ def per_job_mix(results: dict[str, Any]) -> dict[str, float]:
     return {op: n / step["claims"] for op, n in by_operation(step["job_counts"]).items()}
 
 
+def burst() -> dict[str, Any] | None:
+    """The measured burst of ``BURST``, if it was recorded."""
+    if not BURST.is_file():
+        return None
+    data: dict[str, Any] = json.loads(BURST.read_text())
+    return data
+
+
+def wake_up_mix(mix: dict[str, float], measured: dict[str, Any] | None) -> dict[str, float]:
+    """Requests per job the deployed shape adds to one worker's ``mix``: event wake-ups whose
+    job another invocation ran, claims lost to racing drains, their listings (the burst's
+    per-job mix, its enqueue PUT added, less ``mix``)."""
+    if measured is None:
+        return {"ListObjectsV2": 1.0}  # not measured: one LIST per drained wake-up, as before
+    jobs = measured["jobs_run"]
+    per_job = {op: n / jobs for op, n in measured["by_operation"].items()}
+    per_job["PutObject"] = per_job.get("PutObject", 0.0) + 1  # the producer's enqueue
+    return {op: max(0.0, n - mix.get(op, 0.0)) for op, n in per_job.items()}
+
+
 def round_trips(results: dict[str, Any], delay_ms: float = 20.0) -> float | None:
     """pail's sequential round trips per job at ``delay_ms``, if the per-job section ran."""
     if "per_job" not in results:
@@ -84,11 +111,11 @@ def round_trips(results: dict[str, Any], delay_ms: float = 20.0) -> float | None
     return measured(results["per_job"], "pail").get(delay_ms)
 
 
-def _requests(mix: dict[str, float], prices: S3Prices) -> float:
+def _requests(mix: dict[str, float], prices: S3Prices, *, moved: bool = True) -> float:
     write = sum(n for op, n in mix.items() if op in WRITE_CLASS)
     read = sum(n for op, n in mix.items() if op in READ_CLASS)
-    moved = (JOB_BYTES_WRITTEN * prices.upload_gb + JOB_BYTES_READ * prices.retrieve_gb) / 1e9
-    return write * prices.write + read * prices.read + moved
+    data = (JOB_BYTES_WRITTEN * prices.upload_gb + JOB_BYTES_READ * prices.retrieve_gb) / 1e9
+    return write * prices.write + read * prices.read + (data if moved else 0.0)
 
 
 def table(results: dict[str, Any]) -> list[tuple[str, list[float | None]]]:
@@ -107,10 +134,14 @@ def table(results: dict[str, Any]) -> list[tuple[str, list[float | None]]]:
         ("job status records (DynamoDB: pending, running, done)", [0.0, 0.0, 3 * DYNAMODB_WRITE])
     )
     rows.append(("Lambda invocations (one per enqueue event)", [LAMBDA_REQUEST] * 3))
+    measured = burst()
+    extra = wake_up_mix(mix, measured)
     rows.append(
         (
-            "Lambda wake-ups that find the queue drained: one LIST each",
-            [STANDARD.write, EXPRESS.write, None],
+            "Lambda wake-ups and racing drains (measured: the burst's mix beyond one worker's)"
+            if measured is not None
+            else "Lambda wake-ups that find the queue drained: one LIST each",
+            [_requests(extra, STANDARD, moved=False), None, None],
         )
     )
     overhead = [trips * p.request_ms / 1000 for p in (STANDARD, EXPRESS)]
@@ -148,12 +179,28 @@ def markdown(results: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     listed = ", ".join(f"{op} {n:.3f}" for op, n in sorted(mix.items()))
     trip_text = f"{trips:.2f} measured at 20 ms" if trips is not None else "6 assumed"
+    measured = burst()
+    if measured is not None:
+        extra = wake_up_mix(mix, measured)
+        added = ", ".join(f"{op} {n:.2f}" for op, n in sorted(extra.items()) if n >= 0.005)
+        burst_text = (
+            f" The deployed shape, measured in the deploy rehearsal ({measured['source']}): "
+            f"{measured['jobs_run']} jobs, {measured['invocations']} invocations "
+            f"({measured['invocations_without_a_job']} found their job run already and "
+            f"returned after its GET), {measured['requests']} worker requests; per job beyond "
+            f"one worker's mix: {added}. An invocation whose job is gone makes one GET "
+            f"(${STANDARD.read * MILLION:.2f} per million) where it used to LIST "
+            f"(${STANDARD.write * MILLION:.2f}). A directory bucket sends no events: no "
+            "wake-ups there."
+        )
+    else:
+        burst_text = ""
     fargate_minute = (FARGATE_TASK[0] * FARGATE_VCPU_HOUR + FARGATE_TASK[1] * FARGATE_GB_HOUR) / 60
     return (
         f"Requests per job, measured (one worker, enqueue + claim + complete): {listed}. "
         f"Sequential round trips per job: {trip_text}; a request takes "
         f"{STANDARD.request_ms:g} ms on S3 Standard and {EXPRESS.request_ms:g} ms on Express, "
-        f"a DynamoDB write {DYNAMODB_WRITE_SECONDS * 1000:g} ms (assumed).\n\n"
+        f"a DynamoDB write {DYNAMODB_WRITE_SECONDS * 1000:g} ms (assumed).{burst_text}\n\n"
         + "\n".join(lines)
         + "\n\nNot per job: the reaper (one run a minute, 4 LISTs on an idle queue: "
         f"${43200 * 4 * STANDARD.write:.2f} a month on S3 Standard, plus 43,200 Lambda "
