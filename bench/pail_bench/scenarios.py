@@ -198,7 +198,10 @@ def run_plan(
                     "backlogs": plan.backlogs,
                     "claims": plan.pail_claims if side == "pail" else plan.original_claims,
                     "cap_seconds": plan.claim_cap_seconds,
-                    "min_claims": 3,
+                    # pail's claims run to the end (a loaded machine would otherwise cut them
+                    # short and one page's LIST would count over too few claims); the
+                    # original's stop at the cap, after at least 3.
+                    "min_claims": max(plan.pail_claims) if side == "pail" else 3,
                 },
                 extra_buckets=len(plan.backlogs),
             )
