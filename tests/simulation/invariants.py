@@ -78,14 +78,6 @@ class Kind(StrEnum):
     """``status`` contradicted an outcome that stood for the whole call."""
     ACTOR_DIED = "actor-died"
     """A worker loop, reaper or operator raised: its loop is gone."""
-    RESENT_ENQUEUE_RERUN = "resent-enqueue-rerun"
-    """A run again or past the policy, of a job whose entry a resent enqueue re-created.
-
-    botocore resends a create-only PUT whose response was lost; if a worker
-    took the job meanwhile, the resend creates the entry again. Every claim's
-    ``done/`` check closes this (regression seed 1603); it is told apart from
-    the other reruns because its cause lies outside the workers.
-    """
     TWO_SHARDS = "two-shards"
     """A job's keys in two shard segments: a job must keep the shard it was enqueued in."""
     FOREIGN = "foreign-bytes"
@@ -144,6 +136,7 @@ class JobState:
     """The shard segment of the job's keys ("" in the flat layout), once one was written."""
     enqueued: bool = False
     recreated: bool = False
+    """A first-attempt entry was written again after a worker's lease (a resent enqueue)."""
     dead: bool = False
     outcome: str | None = None
     terminal_at: float | None = None
@@ -516,7 +509,10 @@ class Ledger:
     def _violate(self, kind: Kind, job_id: str, detail: str) -> None:
         job = self.jobs.get(job_id)
         if kind in (Kind.RAN_AFTER_END, Kind.RETRY_POLICY) and job is not None and job.recreated:
-            kind = Kind.RESENT_ENQUEUE_RERUN
+            # botocore resends a create-only PUT whose response was lost; if a worker took
+            # the job meanwhile, the resend creates the entry again (every claim's done/
+            # check closes this). The cause helps the reader; the violation is the same.
+            detail += "; its entry was re-created by a resent enqueue"
         violation = Violation(kind, job_id, detail, self._scheduler.now)
         self.violations.append(violation)
         self.note(f"VIOLATION {violation}")

@@ -1,42 +1,93 @@
-"""The protocol bugs the simulation found, each with its seed and the code before the fix.
+"""The known-bad variants: the protocol bugs the simulation found, and bugs put in on purpose.
 
-Every ``Regression`` names a seed that broke an invariant, and a function
-that puts the pre-fix behaviour back: the old code of one protocol step,
-put in through the steps' one seam (``steps.py``), which names the step and
-checks that the old code still fits it. The tests replay the seed: with the runtime as it is it must pass, and with
-the old behaviour put back it should fail. Any change to the protocol or the
-harness reshuffles what a seed does; when the seed no longer reaches its bug,
-the test looks for another nearby and warns, naming the seed to record.
+Every ``Regression`` names a seed that broke an invariant, the family of runs
+that seed belongs to (the main sweep, the sharded or pausing one, foreign
+writers), and a function that puts the known-bad behaviour back: the old code
+of one protocol step (or a step broken on purpose, to show that an invariant
+kind can fail at all), put in through the steps' one seam (``steps.py``),
+which names the step and checks that the variant still fits it.
+
+The tests replay each one as a **hard** check: with the runtime as it is, its
+seed must pass; with the variant put in, its invariant must break at the
+recorded seed or at one of the first ``search`` seeds of its family. Any
+change to the protocol or the harness reshuffles what a seed does; a bug
+frequent enough is still found among the first seeds, and a rare one
+(``search=0``: its seed is the pin) fails the test until a new seed is
+recorded (``scripts/simulate --known-bad NAME`` finds them). A variant the
+sweep finds too rarely for either is pinned by a schedule as well
+(``test_schedules.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pail import status
-from pail.codec import DYING, META_OUTCOME, OUTCOME_DEAD, Envelope, ErrorInfo, LeaseRecord
-from pail.errors import ConditionFailedError, DecodeError
+from pail.codec import (
+    DYING,
+    META_OUTCOME,
+    OUTCOME_CANCELLED,
+    OUTCOME_DEAD,
+    Envelope,
+    ErrorInfo,
+    LeaseRecord,
+)
+from pail.errors import ConditionFailedError, DecodeError, PailError
 from pail.keys import Keys
 from pail.protocol import transitions
-from pail.protocol.claim import Claimer
+from pail.protocol.claim import Claimer, Skip
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import ObjectInfo, Store, StoredObject
 from tests.simulation import steps
 from tests.simulation.invariants import Kind
 
+if TYPE_CHECKING:
+    from tests.simulation.harness import Outcome
+
+
+class Family(StrEnum):
+    """The runs a variant's seed belongs to: ``run_seed``'s flags, as the sweeps run them."""
+
+    MAIN = "main"
+    SHARDED = "sharded"
+    PAUSING = "pausing"
+    HOSTILE = "hostile"
+
 
 @dataclass(frozen=True, slots=True)
 class Regression:
     name: str
-    seed: int | None
-    """The sweep's seed that reaches the bug; None if too rare there (a schedule pins it)."""
+    seed: int
+    """A seed of ``family`` whose run breaks ``breaks`` with the variant put in."""
     breaks: Kind
     story: str
     restore_bug: Callable[[pytest.MonkeyPatch], None]
+    search: int = 0
+    """How many of the family's first seeds the test also tries if ``seed`` stops reaching the
+    bug (0: the seed is the pin; a change that reshuffles it fails the test)."""
+    family: Family = Family.MAIN
+
+    def run(self, seed: int) -> Outcome:
+        """The run of ``seed`` in this variant's family (with whatever code is in place)."""
+        from tests.simulation.harness import run_seed
+
+        return run_seed(
+            seed,
+            sharded=self.family is Family.SHARDED,
+            pausing=self.family is Family.PAUSING,
+            hostile=self.family is Family.HOSTILE,
+        )
+
+    def replay(self, seed: int) -> str:
+        """The command that replays ``seed`` of this variant's family, the variant left out."""
+        flag = "" if self.family is Family.MAIN else f" --{self.family}"
+        return f"scripts/simulate --seed {seed}{flag}"
 
 
 def _reaper_drops_lease_of_unfinished_claim(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -215,6 +266,73 @@ def _requeue_repeats_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     steps.REQUEUE_ENSURE_PENDING.replace(monkeypatch, ensure_pending)
 
 
+def _pause_check_failure_keeps_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refill before the fix of pausing seed 14: a failed pause check left the page cached."""
+    fixed = steps.CLAIM_REFILL.current
+
+    def refill(self: Claimer) -> None:
+        setattr(self, "forget", lambda: None)  # noqa: B010 - the old refill forgot nothing
+        try:
+            fixed(self)
+        finally:
+            delattr(self, "forget")
+
+    steps.CLAIM_REFILL.replace(monkeypatch, refill)
+
+
+def _cancel_says_cancelled_whatever_ended_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancellation that finds its marker beaten by another outcome still says cancelled."""
+    fixed = steps.CANCEL_MARK.current
+
+    def mark(*args: Any, **kwargs: Any) -> str:
+        fixed(*args, **kwargs)
+        return OUTCOME_CANCELLED
+
+    steps.CANCEL_MARK.replace(monkeypatch, mark)
+
+
+def _requeue_in_the_workers_own_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A requeue that names the entry by its worker's shard count, not by the job's shard."""
+    fixed = steps.REQUEUE.current
+
+    def requeue(
+        store: Store,
+        keys: Keys,
+        record: LeaseRecord,
+        lease_etag: str,
+        *,
+        attempts: int,
+        error: ErrorInfo | None,
+        stats: WriteStats | None = None,
+    ) -> transitions.Ending:
+        unpinned = replace(keys, pin=None)
+        return fixed(
+            store, unpinned, record, lease_etag, attempts=attempts, error=error, stats=stats
+        )
+
+    steps.REQUEUE.replace(monkeypatch, requeue)
+
+
+def _claim_raises_on_foreign_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim that lets an entry's decoding error out instead of quarantining the entry."""
+
+    def quarantine(self: Claimer, job_id: str, pending: StoredObject, exc: PailError) -> Skip:
+        raise RuntimeError(f"cannot run {pending.key}: {exc}")
+
+    steps.CLAIM_QUARANTINE.replace(monkeypatch, quarantine)
+
+
+def _reaper_leaves_expired_leases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reaper that finds expired leases and leaves them: a crashed worker's job never ends."""
+
+    def reclaim(
+        self: Reaper, item: ObjectInfo, job_id: str, report: ReapReport, age: float, keys: Keys
+    ) -> None:
+        return None
+
+    steps.REAPER_RECLAIM.replace(monkeypatch, reclaim)
+
+
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
@@ -224,6 +342,7 @@ REGRESSIONS = (
         "lease with its pending entry still there and drops the lease; the claim resumes and "
         "its DELETE queue/ If-Match succeeds (the entry is unchanged): no object is left.",
         _reaper_drops_lease_of_unfinished_claim,
+        search=300,
     ),
     Regression(
         "reaped-dead-marker-without-dlq",
@@ -233,15 +352,17 @@ REGRESSIONS = (
         "then dies; the next reaper sees a RUNNING (not DYING) lease beside the marker and only "
         "drops the lease: the job is dead with no dlq/ record, its payload gone.",
         _reaper_finishes_dead_marker_only_for_dying_lease,
+        search=600,
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
         78,
-        Kind.RESENT_ENQUEUE_RERUN,
+        Kind.RAN_AFTER_END,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
         "a claim that skips the done/ check for first attempts runs the finished job again.",
         _claim_trusts_first_attempt_entries,
+        search=300,
     ),
     Regression(
         "stale-entry-resets-attempts",
@@ -262,6 +383,7 @@ REGRESSIONS = (
         "it), reads that as its own resent delete, finds no done/, and starts the handler "
         "while the other worker's lease is live (issue 12, defect 3).",
         _claim_step_three_trusts_a_missing_entry,
+        search=100,
     ),
     Regression(
         "handler-starts-before-the-delete-answers",
@@ -298,6 +420,7 @@ REGRESSIONS = (
         "A stalled owner's retry entry lands after another worker finished the job; status "
         "reads queue/ first and says pending for a done job (issue 12, defect 7).",
         _status_reads_the_entry_first,
+        search=600,
     ),
     Regression(
         "late-dead-letter-outlives-redrive",
@@ -325,5 +448,56 @@ REGRESSIONS = (
         "A requeue's create-only PUT lands, a claim takes the entry, and the requeue's next try "
         "writes the same bytes again: a claimer holding the first entry's ETag would match it.",
         _requeue_repeats_its_bytes,
+    ),
+    Regression(
+        "pause-check-failure-walks-its-page",
+        105,
+        Kind.PAUSE,
+        "A refill lists a page, then its HEAD of the pause marker fails (a 5xx past the "
+        "client's tries); the page stays in the claimer's cache, and its next claim walks it "
+        "with no check at all: it claims while the queue is paused.",
+        _pause_check_failure_keeps_the_page,
+        family=Family.PAUSING,
+        search=300,
+    ),
+    Regression(
+        "cancel-says-cancelled-after-another-end",
+        89,
+        Kind.CANCEL_LOST,
+        "A cancel marks a stale pending entry of a job that already ended (done or dead); its "
+        "marker write loses to that outcome, and it returns True anyway: the caller is told "
+        "the job is cancelled, and the job ended otherwise.",
+        _cancel_says_cancelled_whatever_ended_the_job,
+        search=300,
+    ),
+    Regression(
+        "requeue-moves-the-job-to-another-shard",
+        0,
+        Kind.TWO_SHARDS,
+        "After the queue grew, a worker on the grown count requeues a job of the old layout "
+        "under the shard its own count names, not the one the job lives in: the job's keys "
+        "are in two shards, and readers of one miss the other.",
+        _requeue_in_the_workers_own_shard,
+        family=Family.SHARDED,
+        search=100,
+    ),
+    Regression(
+        "claim-raises-on-foreign-bytes",
+        1,
+        Kind.ACTOR_DIED,
+        "A claim meets an entry it cannot decode (pailq 0.1.1's NaN, a script's bytes) and "
+        "lets the error out instead of quarantining it: the worker loop dies on one bad job.",
+        _claim_raises_on_foreign_bytes,
+        family=Family.HOSTILE,
+        search=20,
+    ),
+    Regression(
+        "reaper-leaves-expired-leases",
+        0,
+        Kind.STUCK,
+        "A worker crashes holding a lease; the reaper lists the expired lease and leaves it: "
+        "the job sits in run/ for ever, and claims of it 412 on the lease.",
+        _reaper_leaves_expired_leases,
+        search=20,
     ),
 )

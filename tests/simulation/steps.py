@@ -80,6 +80,9 @@ class Step[F: Callable[..., Any]]:
 
 # --- the claim (docs/protocol.md: Claim) ------------------------------------------
 
+CLAIM_REFILL = Step(
+    Claimer, Claimer._refill, "a refill: one page listed, then one HEAD of the pause marker"
+)
 CLAIM_TRY = Step(Claimer, Claimer._try, "the claim of one listed entry, steps 1 to 5")
 CLAIM_TAKE_PENDING = Step(
     Claimer,
@@ -112,6 +115,9 @@ REDRIVE_TOOK_BACK = Step(redrive, redrive.took_back, "a half-done redrive finish
 REDRIVE_LATER_LIFE = Step(redrive, redrive.later_life, "a late dead letter of a life taken back")
 CANCEL_FINISH_PENDING = Step(
     cancel, cancel.finish_pending, "a cancellation's steps after its commit point"
+)
+CANCEL_MARK = Step(
+    cancel, cancel._mark_terminal, "the cancelled marker, unless the job has an outcome: which won"
 )
 STATUS_READ = Step(status, status._read_once, "one read of a job's status, done/ first")
 

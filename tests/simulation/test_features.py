@@ -106,7 +106,7 @@ def _sweep(seeds: int) -> tuple[list[str], Counter[str]]:
     for seed in range(seeds):
         outcome = run_feature_seed(seed)
         counts.update(outcome.counts)
-        if outcome.failed and outcome.kinds() != {Kind.RESENT_ENQUEUE_RERUN}:
+        if outcome.failed:
             failures.append(outcome.report())
     return failures, counts
 

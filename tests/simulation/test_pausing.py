@@ -15,15 +15,12 @@ import pytest
 from pail.protocol.pause import PauseCheck
 from tests.simulation.harness import run_seed
 from tests.simulation.invariants import Kind
+from tests.simulation.regressions import REGRESSIONS
 from tests.simulation.sweep import sweep
 
 SEEDS = int(os.environ.get("PAIL_SIM_PAUSE_SEEDS", "1000"))
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 KNOWN_BAD_BUDGET = 60
-
-REGRESSION_SEED = 14
-"""A pause check that failed on a transient error (the HEAD) left the listed page in the
-claimer's cache, and its next claim walked it without a check: claimed while paused."""
 
 
 def test_given_an_operator_pausing_and_resuming_when_simulated_then_every_invariant_holds() -> None:
@@ -37,10 +34,22 @@ def test_given_an_operator_pausing_and_resuming_when_simulated_then_every_invari
     assert counts["pauses"] > 0 and counts["pause_refills"] > 0
 
 
-def test_given_the_seed_that_walked_an_unchecked_page_when_simulated_then_it_holds() -> None:
-    outcome = run_seed(REGRESSION_SEED, pausing=True)
+def test_given_the_seed_that_walked_an_unchecked_page_when_replayed_then_only_the_old_refill_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pause check that failed (its HEAD, a 5xx past the tries) once left the listed page in
+    the claimer's cache, and its next claim walked it unchecked: claimed while paused."""
+    regression = next(r for r in REGRESSIONS if r.name == "pause-check-failure-walks-its-page")
+    fixed = run_seed(regression.seed, pausing=True)
+    assert not fixed.failed, fixed.report()
 
-    assert not outcome.failed, outcome.report()
+    regression.restore_bug(monkeypatch)
+    old = run_seed(regression.seed, pausing=True)
+
+    assert Kind.PAUSE in old.kinds(), old.report()
+    assert "after a refill that saw the pause" in next(
+        v.detail for v in old.violations if v.kind is Kind.PAUSE
+    )
 
 
 def test_given_a_claimer_that_ignores_the_pause_when_simulated_then_it_is_caught(
