@@ -56,8 +56,56 @@ def ulid_time(job_id: str) -> datetime | None:
         return None
 
 
-def validate_job_id(job_id: str) -> str:
-    """Reject ids that cannot be a single key segment (``ConfigurationError``, a ``ValueError``)."""
+RESERVED_FIRST = "!~"
+"""Characters a job id may not start with: the key grammar's marks.
+
+``!`` starts a delayed or high-priority entry (``queue/!{due}-{id}``,
+``pail.protocol.delay.MARK``), so an id ``!0000000000000-X`` would be read as
+job X's entry; ``~`` is kept for the marks that sort after every id (as ``!~``
+sorts after every delayed entry). An id may not start with a space or a
+control character either: those sort before ``!``, ahead of the high-priority
+entries that must come first in a listing.
+"""
+
+
+def validate_job_id(job_id: str, *, stored: bool = False) -> str:
+    """``job_id`` if the protocol can hold it as a job's id, else ``ConfigurationError`` (a ``ValueError``).
+
+    An id is 1 to ``MAX_ID_LENGTH`` characters of valid Unicode (a lone
+    surrogate, as invalid UTF-8 in a shell argument becomes, cannot be a key),
+    with no ``/`` (one key segment), not starting with a reserved mark
+    (``RESERVED_FIRST``) or with a character that sorts before ``!``.
+
+    ``stored=True`` is for reads of an object pail found in the bucket (a
+    status, a dead letter to show or delete): the marks are let through
+    there, because a foreign key such as ``queue/!x`` is quarantined under
+    ``dlq/!x`` and must stay readable and removable. Whatever writes a job's
+    keys (enqueue, cancel, redrive) takes only ``stored=False`` ids.
+
+    >>> validate_job_id("order-42")
+    'order-42'
+    >>> validate_job_id("!0000000000000-order-42")
+    Traceback (most recent call last):
+    ...
+    pail.errors.ConfigurationError: invalid job id '!0000000000000-order-42': it starts with '!', which pail reserves for its own keys
+    >>> validate_job_id("!x", stored=True)
+    '!x'
+    """
     if not isinstance(job_id, str) or not job_id or "/" in job_id or len(job_id) > MAX_ID_LENGTH:
-        raise ConfigurationError(f"invalid job id {job_id!r}: expected one key segment, no '/'")
+        raise ConfigurationError(
+            f"invalid job id {job_id!r}: expected one key segment of 1-{MAX_ID_LENGTH} "
+            "characters, no '/'"
+        )
+    try:
+        job_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError(
+            f"invalid job id {job_id!r}: not valid UTF-8 text (at character {exc.start})"
+        ) from None
+    first = job_id[0]
+    if not stored and (first in RESERVED_FIRST or first <= " "):
+        what = repr(first) if first in RESERVED_FIRST else "a space or control character"
+        raise ConfigurationError(
+            f"invalid job id {job_id!r}: it starts with {what}, which pail reserves for its own keys"
+        )
     return job_id

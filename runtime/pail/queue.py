@@ -546,7 +546,7 @@ class Pail:
         A handler that returned None has ``{}`` as its result. A dead-lettered
         job has no result (None); see ``status``.
         """
-        job_id = validate_job_id(job_id)
+        job_id = validate_job_id(job_id, stored=True)
         obj = None
         for place in self.keys.layouts(job_id):
             obj = self._store.get(place.done(job_id))
@@ -559,7 +559,7 @@ class Pail:
     def result_url(self, job_id: str, expires_in: int = 3600) -> str:
         """A presigned URL to GET the job's result object, valid ``expires_in`` seconds (1 to 604800)."""
         expires_in = validate_expiry(expires_in)
-        job_id = validate_job_id(job_id)
+        job_id = validate_job_id(job_id, stored=True)
         keys = locate(self._store, self.keys, job_id)
         return self._store.presign_get(keys.done(job_id), expires_in)
 
@@ -576,7 +576,7 @@ class Pail:
         sharded queue that grew, a job of an earlier shard count is found
         first (a few HEADs, ``pail.status.locate``).
         """
-        job_id = validate_job_id(job_id)
+        job_id = validate_job_id(job_id, stored=True)
         expires_in = validate_expiry(expires_in)
         layout = locate(self._store, self.keys, job_id)
         keys = {
@@ -596,7 +596,7 @@ class Pail:
         A delayed job that is not due yet is ``pending``; finding it costs a
         listing of the delayed entries (only after its other keys were missed).
         """
-        job_id = validate_job_id(job_id)
+        job_id = validate_job_id(job_id, stored=True)
         found = read_status(self._store, self.keys, job_id)
         if found is None:
             found = read_delayed_status(self._store, self.keys, job_id)
@@ -656,7 +656,7 @@ class Pail:
         from pail.operate import dead_letters as dead_letter_ops
 
         return dead_letter_ops.delete_dead_letter(
-            self._store, self.keys, validate_job_id(job_id), etag=etag
+            self._store, self.keys, validate_job_id(job_id, stored=True), etag=etag
         )
 
     def jobs(
@@ -742,7 +742,7 @@ class Pail:
         if job_id is not None:
             return [job_id] if self._redrive_one(validate_job_id(job_id), named=True) else []
         ids = [job_id for job_id, _ in entries(self._store, self.keys, DLQ)]
-        return [i for i in ids if self._redrive_one(i, named=False)]
+        return [i for i in ids if _redrivable(i) and self._redrive_one(i, named=False)]
 
     def _redrive_one(self, job_id: str, *, named: bool) -> bool:
         keys = locate(self._store, self.keys, job_id)
@@ -768,6 +768,21 @@ class Pail:
         if not outcome.done:
             log.info("job %s not redriven: %s", job_id, outcome.reason)
         return outcome.done
+
+
+def _redrivable(job_id: str) -> bool:
+    """Whether a listed letter's id can be sent back: one the protocol can hold as a job's id.
+
+    A letter under ``dlq/!{due}-{id}`` (a quarantined foreign entry, or
+    pailq 0.1.1's run of a delayed one) would be sent back to
+    ``queue/!{due}-{id}``: the delayed entry of job ``{id}``, not its own.
+    """
+    try:
+        validate_job_id(job_id)
+    except ConfigurationError as exc:
+        log.warning("redrive: passing by dead letter %s: %s", job_id, exc)
+        return False
+    return True
 
 
 MAX_PAGE_LIMIT = 10_000

@@ -202,13 +202,16 @@ def _can_be_bucket(text: str) -> bool:
     return True
 
 
-def checked_id(job_id: str) -> str:
-    """``job_id`` if it can name a job (one key segment), else a usage error.
+def checked_id(job_id: str, *, stored: bool = False) -> str:
+    """``job_id`` if it can name a job (``pail.ids.validate_job_id``), else a usage error.
+
+    ``stored=True`` for commands that only read or remove what is in the
+    bucket (a quarantined ``dlq/!x`` stays readable).
 
     >>> checked_id("01JD8X3W5K9T2B7Q4R6M0N1P2S")
     '01JD8X3W5K9T2B7Q4R6M0N1P2S'
     """
     try:
-        return validate_job_id(job_id.strip())
+        return validate_job_id(job_id.strip(), stored=stored)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

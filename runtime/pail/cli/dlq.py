@@ -43,7 +43,7 @@ def read_letter(pail: Pail, job_id: str) -> DeadLetter:
     A ``dlq/`` object that is not a dead letter shows as a quarantined one:
     its raw bytes, and why it could not be read.
     """
-    job_id = validate_job_id(job_id)
+    job_id = validate_job_id(job_id, stored=True)
     obj = pail.store.get(locate(pail.store, pail.keys, job_id).dlq(job_id))
     if obj is None:
         raise CommandError(
@@ -131,7 +131,7 @@ def render_letter(out: Output, letter: DeadLetter, bucket: str) -> None:
 def show(ctx: click.Context, args: tuple[str, ...]) -> None:
     """Show one dead-lettered job: payload, attempts, error and traceback."""
     bucket, (job_id,) = split_bucket(args, ["ID"])
-    job_id = checked_id(job_id)
+    job_id = checked_id(job_id, stored=True)
     opts = options(ctx)
     pail = opts.connect(bucket)
     letter = read_letter(pail, job_id)
@@ -194,7 +194,7 @@ def delete(ctx: click.Context, args: tuple[str, ...], yes: bool) -> None:
     from pail.operate.dead_letters import read_letter as read_record
 
     bucket, (given,) = split_bucket(args, ["ID"])
-    job_id = checked_id(given)
+    job_id = checked_id(given, stored=True)
     opts = options(ctx)
     pail = opts.connect(bucket)
     out = opts.output()

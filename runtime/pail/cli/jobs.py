@@ -184,7 +184,7 @@ def status(ctx: click.Context, args: tuple[str, ...], traceback: bool) -> None:
     Exits 3 if no job has this id.
     """
     bucket, (job_id,) = split_bucket(args, ["ID"])
-    job_id = checked_id(job_id)
+    job_id = checked_id(job_id, stored=True)  # a read: a quarantined "!x" stays readable
     opts = options(ctx)
     pail = opts.connect(bucket)
     found = read_status(pail, job_id)
@@ -306,7 +306,7 @@ def result(
     if timeout is not None and not wait:
         raise click.UsageError("--timeout needs --wait")
     bucket, (job_id,) = split_bucket(args, ["ID"])
-    job_id = checked_id(job_id)
+    job_id = checked_id(job_id, stored=True)  # a read: a quarantined "!x" stays readable
     opts = options(ctx)
     pail = opts.connect(bucket)
     out = opts.output()
@@ -373,7 +373,7 @@ def url(
     if (open_browser or port) and not page:
         raise click.UsageError("--open and --port need --page")
     bucket, (job_id,) = split_bucket(args, ["ID"])
-    job_id = checked_id(job_id)
+    job_id = checked_id(job_id, stored=True)  # a read: a quarantined "!x" stays readable
     opts = options(ctx)
     pail = opts.connect(bucket)
     out = opts.output()

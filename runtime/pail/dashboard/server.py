@@ -78,7 +78,7 @@ def _namespace(slug: str) -> str:
 
 def _job_id(text: str) -> str:
     try:
-        return validate_job_id(unquote(text))
+        return validate_job_id(unquote(text), stored=True)  # a quarantined '!x' letter too
     except ConfigurationError as exc:
         raise _NotFoundError(str(exc)) from None
 
