@@ -48,7 +48,7 @@ def measure(path: str, *, seconds: float, interval: float) -> dict[str, Any]:
                 executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
             )
             page = browser.new_page()
-            page.goto(dashboard.url)
+            page.goto(dashboard.link())
             if path != "/":
                 page.goto(dashboard.origin + path)
             began, before = time.monotonic(), counter.snapshot()

@@ -20,11 +20,15 @@ origin, so the page works against it as is.
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from pail.bounds import validate_seconds
 from pail.codec import OUTCOME_HEADER
@@ -44,11 +48,53 @@ EXPOSED_HEADERS: tuple[str, ...] = ("ETag", OUTCOME_HEADER)
 """Response headers the page reads across origins: the outcome tells cancelled from dead."""
 
 PAGE_PATHS = frozenset({"/", "/index.html", "/status.html"})
+ANY_ENDPOINT = "http: https:"
+"""``connect-src`` when the endpoint is not known: any http(s) origin, nothing else."""
+_INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 
 def page_html() -> bytes:
     """The status page's HTML, shipped as package data (``pail/static/status.html``)."""
     return resources.files("pail").joinpath("static", "status.html").read_bytes()
+
+
+def endpoint_origin(url: str) -> str | None:
+    """``scheme://host[:port]`` of a presigned URL (what ``connect-src`` must allow), or None.
+
+    >>> endpoint_origin("https://jobs.s3.eu-west-1.amazonaws.com/queue/J1?X-Amz-Signature=1")
+    'https://jobs.s3.eu-west-1.amazonaws.com'
+    >>> endpoint_origin("memory://jobs/queue/J1") is None
+    True
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or "@" in parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@functools.lru_cache(maxsize=8)  # the page is one file: hash it once, not per request
+def page_csp(html: bytes, connect_src: str = ANY_ENDPOINT) -> str:
+    """The page's Content-Security-Policy: its own inline script and style by hash, nothing else.
+
+    The page reads presigned URLs from its fragment, so what it may fetch is
+    bounded here too: ``connect_src`` (an origin, or the default, any
+    http(s) origin). It cannot be framed, submit a form, or load anything.
+
+    >>> policy = page_csp(b"<style>p{}</style><script>go()</script>", "https://s3.example")
+    >>> "script-src 'sha256-" in policy, "connect-src https://s3.example;" in policy
+    (True, True)
+    """
+    hashes: dict[bytes, list[str]] = {b"script": [], b"style": []}
+    for match in _INLINE.finditer(html):
+        digest = base64.b64encode(hashlib.sha256(match.group(2)).digest()).decode()
+        hashes[match.group(1)].append(f"'sha256-{digest}'")
+    scripts = " ".join(hashes[b"script"]) or "'none'"
+    styles = " ".join(hashes[b"style"]) or "'none'"
+    return (
+        f"default-src 'none'; script-src {scripts}; style-src {styles}; "
+        f"connect-src {connect_src}; img-src 'none'; form-action 'none'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
 
 
 def page_fragment(
@@ -147,6 +193,7 @@ class _PageHandler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", self.server.csp)
         self.end_headers()
         if with_body:
             self.wfile.write(body)
@@ -156,27 +203,40 @@ class _PageHandler(BaseHTTPRequestHandler):
 
 
 class _PageHTTPServer(QuietThreadingServer):
-    def __init__(self, address: tuple[str, int], html: bytes) -> None:
+    def __init__(self, address: tuple[str, int], html: bytes, connect_src: str) -> None:
         super().__init__(address, _PageHandler)
         self.html = html
+        self.csp = page_csp(html, connect_src)
 
 
 class StatusPageServer(BackgroundServer[_PageHTTPServer]):
     """Serves the status page on ``host`` (loopback by default) from a background thread.
+
+    The page goes out with ``page_csp``: its own inline script and style
+    only, and fetches to ``connect_src`` (the bucket's endpoint origin, when
+    known; ``serve_status_page`` knows it).
 
     >>> with StatusPageServer() as server:  # doctest: +SKIP
     ...     print(server.url)
     http://127.0.0.1:53124/
     """
 
-    def __init__(self, *, host: str = LOOPBACK, port: int = 0, html: bytes | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = LOOPBACK,
+        port: int = 0,
+        html: bytes | None = None,
+        connect_src: str = ANY_ENDPOINT,
+    ) -> None:
         super().__init__("pail-status-page")
         self._host = host
         self._port = port
         self._html = page_html() if html is None else html
+        self._connect_src = connect_src
 
     def bind(self) -> _PageHTTPServer:
-        return _PageHTTPServer((self._host, self._port), self._html)
+        return _PageHTTPServer((self._host, self._port), self._html, self._connect_src)
 
     @property
     def origin(self) -> str:
@@ -211,6 +271,9 @@ def serve_status_page(
     >>> stop()                                        # doctest: +SKIP
     """
     urls = pail.status_urls(job_id, expires_in)
-    server = StatusPageServer(host=host, port=port).start()
+    endpoint = endpoint_origin(urls["pending"])
+    server = StatusPageServer(
+        host=host, port=port, connect_src=endpoint if endpoint is not None else ANY_ENDPOINT
+    ).start()
     link = status_page_url(server.url, job_id, urls, interval=interval, max_interval=max_interval)
     return link, server.stop

@@ -157,11 +157,14 @@ def test_given_dashboard_command_when_started_then_its_link_opens_a_session_and_
     try:
         link = LineReader(process.stdout).wait_for("/?token=").strip()  # type: ignore[arg-type]
         parts = urlsplit(link)
-        assert parts.hostname == "127.0.0.1" and parts.port is not None
+        assert parts.hostname is not None and parts.hostname.endswith(".localhost")
+        assert parts.port is not None
 
         def get(path: str, cookie: str = "") -> http.client.HTTPResponse:
+            # Browsers resolve *.localhost to the loopback address themselves.
             connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
-            connection.request("GET", path, headers={"Cookie": cookie} if cookie else {})
+            headers = {"Host": parts.netloc, **({"Cookie": cookie} if cookie else {})}
+            connection.request("GET", path, headers=headers)
             return connection.getresponse()
 
         opened = get(f"/?{parts.query}")

@@ -97,7 +97,7 @@ def board(browser: Browser, server: DashboardServer) -> Iterator[Page]:
 
         page.on("dialog", refuse)
         page.set_default_timeout(TIMEOUT_MS)
-        page.goto(server.url)
+        page.goto(server.link())
         yield page
     finally:
         context.close()

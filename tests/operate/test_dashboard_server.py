@@ -28,9 +28,10 @@ class Client:
     """One browser-like session: follows the token link once, then sends its cookie."""
 
     def __init__(self, server: DashboardServer) -> None:
-        parts = urlsplit(server.url)
-        self.port = parts.port
-        assert self.port is not None
+        parts = urlsplit(server.link())
+        self.port = server.port
+        self.host = server.host
+        assert parts.port == self.port and f"{parts.hostname}:{parts.port}" == self.host
         self.cookie = ""
         status, headers, _ = self.request("GET", f"/?{parts.query}")
         assert status == 303
@@ -47,7 +48,7 @@ class Client:
         headers: dict[str, str] | None = None,
     ) -> tuple[int, dict[str, str], str]:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        sent = {"Host": f"127.0.0.1:{self.port}"}
+        sent = {"Host": self.host}
         if self.cookie:
             sent["Cookie"] = self.cookie
         if body:
@@ -96,7 +97,8 @@ def test_given_no_session_when_a_page_is_requested_then_403_and_nothing_read(
 
 def _anonymous(server: DashboardServer) -> Client:
     client = Client.__new__(Client)
-    client.port = urlsplit(server.url).port
+    client.port = server.port
+    client.host = server.host
     client.cookie = ""
     return client
 

@@ -1,27 +1,32 @@
 """The dashboard's HTTP server: 127.0.0.1 only, one operator, no GET side effects.
 
-* **Access.** The server prints a URL with a random access token. Opening it
-  sets a session cookie (``HttpOnly``, ``SameSite=Strict``) and redirects to
-  the same page without the token; every other request needs that session.
-  Other users of the machine can reach 127.0.0.1 too, so no page is served
+* **Access** (``access``, and the threat model in docs/operate.md). The
+  dashboard answers on its own host name, ``http://<nonce>.localhost:PORT``,
+  with a host-only, ``HttpOnly``, ``SameSite=Strict`` session cookie: a
+  program on another loopback port never receives it. ``link()`` gives a
+  one-time link whose access token opens one session within
+  ``access.TOKEN_TTL`` seconds; every other page needs that session. Other
+  users of the machine can reach 127.0.0.1 too, so no page is served
   without it.
 * **CSRF.** Every action is a ``POST`` whose form carries a token derived
   from the session (HMAC of the session id with a secret of this process);
   a ``POST`` without it, or from another ``Origin``, is refused (403).
-* **DNS rebinding.** A request whose ``Host`` is not this server's
-  (``127.0.0.1:port`` or ``localhost:port``) is refused.
+* **DNS rebinding.** A request whose ``Host`` is not the dashboard's is
+  refused; the name is secret, so a rebound domain cannot be it.
+* **The status page** (``/status-page``) is served on ``127.0.0.1:PORT``,
+  not on the dashboard's host name, and without a session: it is a public
+  file that reads presigned URLs from its fragment, so it shares no origin
+  and no cookie with the action forms. It has its own strict policy
+  (``status_page.page_csp``: its inline script by hash, fetches to the
+  bucket's endpoint only).
 * Every page has a strict Content-Security-Policy (scripts and styles from
   this server only) and ``no-store``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import re
-import secrets
-import threading
 from html import escape
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler
@@ -30,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from pail.dashboard import views
+from pail.dashboard.access import Access
 from pail.dashboard.model import Dashboard
 from pail.errors import ConfigurationError, JobNotFoundError, PailError
 from pail.ids import validate_job_id
@@ -37,7 +43,7 @@ from pail.keys import validate_namespace
 from pail.operate.objects import JobKind
 from pail.operate.queues import queue_label
 from pail.serving import BackgroundServer, QuietThreadingServer
-from pail.status_page import page_html, status_page_url
+from pail.status_page import ANY_ENDPOINT, endpoint_origin, page_csp, page_html, status_page_url
 
 log = logging.getLogger("pail.dashboard")
 
@@ -81,29 +87,6 @@ def _job_id(text: str) -> str:
         return validate_job_id(unquote(text), stored=True)  # a quarantined '!x' letter too
     except ConfigurationError as exc:
         raise _NotFoundError(str(exc)) from None
-
-
-class _Session:
-    """The server's secret, its access token, and the sessions it opened."""
-
-    def __init__(self) -> None:
-        self.secret = secrets.token_bytes(32)
-        self.access_token = secrets.token_urlsafe(24)
-        self._sessions: set[str] = set()
-        self._lock = threading.Lock()
-
-    def open(self) -> str:
-        session = secrets.token_urlsafe(24)
-        with self._lock:
-            self._sessions.add(session)
-        return session
-
-    def valid(self, session: str | None) -> bool:
-        with self._lock:
-            return session is not None and session in self._sessions
-
-    def csrf(self, session: str) -> str:
-        return hmac.new(self.secret, session.encode(), hashlib.sha256).hexdigest()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -151,9 +134,15 @@ class _Handler(BaseHTTPRequestHandler):
         morsel = cookie.get(COOKIE)
         return morsel.value if morsel is not None else None
 
-    def _host_ok(self) -> bool:
-        port = self.server.server_address[1]
-        return self.headers.get("Host", "") in (f"{LOOPBACK}:{port}", f"localhost:{port}")
+    def _port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def _on_dashboard_host(self) -> bool:
+        return self.server.access.host_ok(self.headers.get("Host", ""), self._port())
+
+    def _on_loopback_host(self) -> bool:
+        port = self._port()
+        return self.headers.get("Host", "").lower() in (f"{LOOPBACK}:{port}", f"localhost:{port}")
 
     def _frame(self, session: str) -> views.Frame:
         board = self.server.board
@@ -161,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
             board.bucket,
             board.interval,
             board.requests_last_minute(),
-            self.server.sessions.csrf(session),
+            self.server.access.csrf(session),
             board.max_pages,
         )
 
@@ -177,15 +166,38 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("POST")
 
     def _dispatch(self, method: str) -> None:
-        if not self._host_ok():
-            self._html(
-                403, views.error_page(None, 403, "This dashboard answers on 127.0.0.1 only.")
-            )
-            return
         parts = urlsplit(self.path)
         path, query = parts.path, parse_qs(parts.query)
         if path == "/favicon.ico":
             self._send(204, b"", "image/x-icon")
+            return
+        if self._on_loopback_host():
+            # 127.0.0.1:PORT serves the public status page only: no session, no cookie.
+            if method == "GET" and path == "/status-page":
+                html = page_html()
+                self._send(
+                    200,
+                    html,
+                    "text/html; charset=utf-8",
+                    {
+                        "Content-Security-Policy": page_csp(html, self.server.connect_src()),
+                        "Referrer-Policy": "no-referrer",
+                    },
+                )
+                return
+            self._html(
+                403,
+                views.error_page(
+                    None,
+                    403,
+                    "Open the link that `pail dashboard` printed: the dashboard answers on its own host name.",
+                ),
+            )
+            return
+        if not self._on_dashboard_host():
+            self._html(
+                403, views.error_page(None, 403, "This dashboard answers on 127.0.0.1 only.")
+            )
             return
         if method == "GET" and path.startswith("/static/"):
             name = path.removeprefix("/static/")
@@ -194,24 +206,32 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._send(200, _static(name), STATIC[name])
             return
-        sessions = self.server.sessions
+        access = self.server.access
         session = self._session_id()
+        if not access.valid(session):
+            session = None
         token = query.get("token", [""])[0]
-        if method == "GET" and token and hmac.compare_digest(token, sessions.access_token):
-            opened = sessions.open()
-            cookie = f"{COOKIE}={opened}; HttpOnly; SameSite=Strict; Path=/"
+        if method == "GET" and token:
             rest = {k: v for k, v in query.items() if k != "token"}
-            self._redirect(
-                path + (f"?{urlencode(rest, doseq=True)}" if rest else ""), {"Set-Cookie": cookie}
-            )
-            return
-        if not sessions.valid(session):
+            target = path + (f"?{urlencode(rest, doseq=True)}" if rest else "")
+            opened = access.redeem(token) if session is None else None
+            if opened is not None:
+                cookie = f"{COOKIE}={opened}; HttpOnly; SameSite=Strict; Path=/"
+                self._redirect(target, {"Set-Cookie": cookie})
+                return
+            if session is not None:
+                # A used link reopened in a browser that has a session: drop the token.
+                self._redirect(target)
+                return
+        if session is None:
             self._html(
                 403,
                 views.error_page(
                     None,
                     403,
-                    "Open the link that `pail dashboard` printed: it carries this session's access token.",
+                    "This page needs a session: open a link that `pail dashboard` printed. "
+                    "Its access token opens one session, once, within a few minutes; "
+                    "press Enter in its terminal for a new link.",
                 ),
             )
             return
@@ -253,9 +273,6 @@ class _Handler(BaseHTTPRequestHandler):
                 200,
                 views.overview(self._frame(session), rows, found.foreign, found.exact, paused),
             )
-            return
-        if path == "/status-page":
-            self._send(200, page_html(), "text/html; charset=utf-8")
             return
         match = re.fullmatch(r"/q/([^/]+)(/.*)?", path)
         if match is None:
@@ -369,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
                 else None
             )
             urls = board.pail(namespace).status_urls(job_id, 3600)
-            link = status_page_url("/status-page", job_id, urls)
+            link = status_page_url(f"http://{LOOPBACK}:{self._port()}/status-page", job_id, urls)
             self._html(
                 200, views.job_page(self._frame(session), namespace, job_id, status, lease, link)
             )
@@ -388,14 +405,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _post(self, path: str, session: str) -> None:
         form = self._form()
         origin = self.headers.get("Origin")
-        port = self.server.server_address[1]
-        if origin is not None and origin not in (
-            f"http://{LOOPBACK}:{port}",
-            f"http://localhost:{port}",
-        ):
+        if origin is not None and origin != f"http://{self.server.access.host(self._port())}":
             raise _ForbiddenError("A request from another site was refused.")
-        expected = self.server.sessions.csrf(session)
-        if not hmac.compare_digest(form.get("csrf", ""), expected):
+        if not self.server.access.csrf_ok(session, form.get("csrf", "")):
             raise _ForbiddenError(
                 "The form's session token is missing or stale: reload the page and try again."
             )
@@ -437,29 +449,58 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(QuietThreadingServer):
-    def __init__(self, address: tuple[str, int], board: Dashboard) -> None:
+    def __init__(self, address: tuple[str, int], board: Dashboard, access: Access) -> None:
         super().__init__(address, _Handler)
         self.board = board
-        self.sessions = _Session()
+        self.access = access
+        self._connect_src: str | None = None
+
+    def connect_src(self) -> str:
+        """The bucket endpoint's origin, where the status page may fetch (presigned locally)."""
+        if self._connect_src is None:
+            origin = endpoint_origin(self.board.store.presign_get("_pail/status-page", 60))
+            self._connect_src = origin if origin is not None else ANY_ENDPOINT
+        return self._connect_src
 
 
 class DashboardServer(BackgroundServer[_Server]):
     """Serves a ``Dashboard`` on 127.0.0.1 from a background thread.
 
     >>> with DashboardServer(Dashboard(store)) as server:  # doctest: +SKIP
-    ...     print(server.url)
-    http://127.0.0.1:53124/?token=...
+    ...     print(server.link())
+    http://3f9c...e1.localhost:53124/?token=...
     """
 
-    def __init__(self, board: Dashboard, *, port: int = 0) -> None:
+    def __init__(self, board: Dashboard, *, port: int = 0, access: Access | None = None) -> None:
         super().__init__("pail-dashboard")
         self.board = board
+        self.access = access if access is not None else Access()
+        """Its host name, tokens and sessions (a test may pass one with its own clock)."""
         self._port = port
 
     def bind(self) -> _Server:
-        return _Server((LOOPBACK, self._port), self.board)
+        return _Server((LOOPBACK, self._port), self.board, self.access)
 
     @property
-    def url(self) -> str:
-        """The link to open: it carries the access token that opens a session."""
-        return f"{self.origin}/?token={quote(self.server.sessions.access_token)}"
+    def port(self) -> int:
+        """The port it listens on (on 127.0.0.1)."""
+        return int(self.server.server_address[1])
+
+    @property
+    def host(self) -> str:
+        """The ``Host`` it answers to: ``<nonce>.localhost:port``."""
+        return self.access.host(self.port)
+
+    @property
+    def origin(self) -> str:
+        """``http://<nonce>.localhost:port``: the dashboard's own origin (no session in it)."""
+        return f"http://{self.host}"
+
+    @property
+    def status_page_origin(self) -> str:
+        """``http://127.0.0.1:port``: the status page's origin, for the bucket's CORS rule."""
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def link(self) -> str:
+        """A new one-time link: its access token opens one session within ``access.TOKEN_TTL`` s."""
+        return f"{self.origin}/?token={quote(self.access.issue_token())}"
