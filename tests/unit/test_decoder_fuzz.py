@@ -9,8 +9,14 @@ exception may escape: one that did would stop a worker loop or the reaper.
 The encoders get the mirror property: any Python value is written or
 refused with ``PayloadError``, nothing else.
 
+"A value or ``DecodeError``" alone holds for a decoder that refuses
+everything, so every decoder must also give back what pail wrote: generated
+valid objects (any strict-JSON payload, every field filled) decode to the
+value that was encoded. A decoder that always raises, or that returns a
+constant, fails that property (shown below for each decoder).
+
 The profile is deterministic (``derandomize``: the same examples every run,
-so it cannot flake) and runs 12,000 examples in all; set
+so it cannot flake) and runs 13,000 examples in all; set
 ``HYPOTHESIS_PROFILE=pail-deep`` for a longer, randomised run.
 """
 
@@ -20,17 +26,29 @@ import json
 import math
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from pail.codec import DeadLetter, Envelope, ErrorInfo, LeaseRecord, decode_result, encode_result
+from pail.bounds import MAX_COUNT, MAX_DUE, MAX_RETRY_DELAY
+from pail.codec import (
+    LEASE_STATES,
+    DeadLetter,
+    Envelope,
+    ErrorInfo,
+    LeaseRecord,
+    decode_result,
+    encode_result,
+)
 from pail.errors import DecodeError, PayloadError
 from pail.jsonsafe import DOCUMENT_DEPTH, MAX_DEPTH, check_value, loads
 from pail.keys import ALL_PREFIXES, Keys
 from pail.protocol import delay
 from pail.protocol.dedup import _decode as decode_dedup_record
+from pail.protocol.reap_cursor import Position, _Cursor
 from pail.protocol.reap_cursor import decode as decode_reap_cursor
 from tests.support.hostile import ALL_BODIES
 
@@ -86,8 +104,8 @@ FIELDS = (
 )
 
 
-def _decodes_totally(body: bytes) -> None:
-    for name, decoder in DECODERS.items():
+def _decodes_totally(body: bytes, decoders: dict[str, Callable[[bytes], Any]] = DECODERS) -> None:
+    for name, decoder in decoders.items():
         try:
             decoder(body)
         except DecodeError:
@@ -190,6 +208,150 @@ def test_given_any_nesting_depth_when_decoded_then_a_value_or_decode_error(
             raise AssertionError(f"a {levels}-deep payload decoded")
 
 
+strict_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**300), max_value=10**300),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=20),
+)
+strict_json = st.recursive(
+    strict_scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(max_size=8), children, max_size=5),
+    ),
+    max_leaves=12,
+)
+"""What pail writes: JSON with no NaN or infinities, no lone surrogates, shallow."""
+counts = st.integers(min_value=0, max_value=MAX_COUNT)
+texts = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=30)
+tokens = st.text(alphabet="0123456789abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=26)
+times = st.datetimes(timezones=st.just(UTC)).map(lambda when: when.isoformat())
+errors = st.one_of(st.none(), st.builds(ErrorInfo, texts.filter(bool), texts, texts, counts))
+envelopes = st.builds(
+    Envelope,
+    payload=strict_json,
+    attempts=counts,
+    enqueued_at=st.one_of(st.none(), times),
+    last_error=errors,
+    redriven=counts,
+    write=tokens,
+    cancelled=st.booleans(),
+)
+leases = st.builds(
+    LeaseRecord,
+    job_id=st.just(JOB_ID),
+    payload=strict_json,
+    attempt=counts,
+    owner=texts.filter(bool),
+    lease=tokens,
+    enqueued_at=st.one_of(st.none(), times),
+    state=st.sampled_from(sorted(LEASE_STATES)),
+    error=errors,
+    progress=strict_json,
+    reaped=st.booleans(),
+    redriven=counts,
+    write=tokens,
+    retry_after=st.floats(min_value=0, max_value=MAX_RETRY_DELAY),
+    uncounted=st.booleans(),
+    raw=st.one_of(st.none(), texts),
+)
+letters = st.builds(
+    DeadLetter,
+    job_id=st.just(JOB_ID),
+    payload=strict_json,
+    attempts=counts,
+    error=errors,
+    enqueued_at=st.one_of(st.none(), times),
+    raw=st.one_of(st.none(), texts),
+    redriven=counts,
+    write=tokens,
+)
+dedup_records = st.tuples(
+    st.text(alphabet="0123456789ABCDEFGHJKMNPQRSTVWXYZ", min_size=26, max_size=26),
+    st.builds(Envelope, payload=strict_json, enqueued_at=times),
+    st.one_of(
+        st.none(), st.datetimes(max_value=MAX_DUE.replace(tzinfo=None), timezones=st.just(UTC))
+    ),
+)
+cursors = st.one_of(
+    st.builds(Position, after=texts.map(lambda rest: "run/" + rest)),
+    st.builds(Position, token=texts.filter(bool)),
+)
+
+
+def _dedup_body(record: tuple[str, Envelope, datetime | None]) -> bytes:
+    job_id, envelope, due = record  # as protocol.dedup.enqueue_keyed writes it
+    fields: dict[str, Any] = {"id": job_id, "key": "k", "envelope": json.loads(envelope.encode())}
+    if due is not None:
+        fields["due"] = due.isoformat()
+    return json.dumps({**fields, "w": "t"}).encode()
+
+
+VALID: dict[str, st.SearchStrategy[tuple[str, bytes, Any]]] = {
+    "json": strict_json.map(lambda value: ("json", _dump({"v": value}), {"v": value})),
+    "pending": envelopes.map(lambda envelope: ("pending", envelope.encode(), envelope)),
+    "lease": leases.map(lambda lease: ("lease", lease.encode(), lease)),
+    "letter": letters.map(lambda letter: ("letter", letter.encode(), letter)),
+    "result": strict_json.map(
+        lambda value: ("result", encode_result(value), {} if value is None else value)
+    ),
+    "dedup": dedup_records.map(
+        lambda record: ("dedup", _dedup_body(record), (record[0], record[1].payload, record[2]))
+    ),
+    "reap-cursor": cursors.map(
+        lambda position: ("reap-cursor", _Cursor(position).encode(), position)
+    ),
+}
+valid_cases = st.one_of(*VALID.values())
+"""(decoder name, bytes pail writes, the value they must decode to): one strategy per decoder."""
+
+
+def _decodes_back(
+    decoders: dict[str, Callable[[bytes], Any]], case: tuple[str, bytes, Any]
+) -> None:
+    name, body, expected = case
+    try:
+        decoded = decoders[name](body)
+    except DecodeError as exc:
+        raise AssertionError(f"{name} decoder refused what pail wrote: {exc}") from exc
+    if name == "dedup" and isinstance(decoded, tuple):
+        job_id, envelope, due = decoded  # the envelope comes back stripped to what a repair writes
+        decoded = (job_id, envelope.payload, due)
+    assert decoded == expected, f"{name} decoder gave {decoded!r}, not {expected!r}"
+
+
+@settings(max_examples=1_000)
+@given(valid_cases)
+def test_given_what_pail_writes_when_decoded_then_the_value_written(
+    case: tuple[str, bytes, Any],
+) -> None:
+    _decodes_back(DECODERS, case)
+
+
+def _refuses(body: bytes) -> Any:
+    raise DecodeError("refused")
+
+
+@pytest.mark.parametrize("name", sorted(DECODERS))
+@pytest.mark.parametrize("broken", [_refuses, lambda body: None], ids=["raises", "constant"])
+def test_given_a_decoder_that_refuses_or_ignores_its_input_then_the_valid_input_property_fails(
+    name: str, broken: Callable[[bytes], Any]
+) -> None:
+    decoders = {**DECODERS, name: broken}
+    if broken is _refuses:
+        _decodes_totally(b"{}", decoders)  # the old weakness: totality alone lets it pass
+
+    @settings(max_examples=50, phases=[Phase.generate])  # found, not shrunk: it fails at once
+    @given(VALID[name])
+    def valid_inputs_decode(case: tuple[str, bytes, Any]) -> None:
+        _decodes_back(decoders, case)
+
+    with pytest.raises(AssertionError, match=f"{name} decoder"):
+        valid_inputs_decode()
+
+
 def _valid_bodies() -> list[bytes]:
     error = ErrorInfo("E", "m", "tb", 1)
     return [
@@ -227,6 +389,21 @@ def test_given_a_valid_object_mutated_when_decoded_then_a_value_or_decode_error(
         else:
             mutated[at:at] = chunk
     _decodes_totally(bytes(mutated))
+
+
+@pytest.mark.parametrize("body", _valid_bodies())
+def test_given_the_unmutated_objects_when_decoded_then_each_decodes(body: bytes) -> None:
+    decoded = [name for name, decoder in DECODERS.items() if _decodes(decoder, body)]
+    # The mutation property starts from these: each must be readable by at least one decoder.
+    assert decoded, f"no decoder reads {body[:60]!r}"
+
+
+def _decodes(decoder: Callable[[bytes], Any], body: bytes) -> bool:
+    try:
+        decoder(body)
+    except DecodeError:
+        return False
+    return True
 
 
 @settings(max_examples=500)
