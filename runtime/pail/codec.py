@@ -23,6 +23,7 @@ from pail import jsonsafe
 from pail.bounds import MAX_COUNT, MAX_RETRY_DELAY
 from pail.errors import DecodeError, PayloadError
 from pail.ids import new_token
+from pail.tags import Tags, read_tags
 
 FORMAT_VERSION = 1
 TRACEBACK_LIMIT = 4000
@@ -36,6 +37,8 @@ META_OUTCOME = "pail-outcome"
 META_ATTEMPT = "pail-attempt"
 META_LIFE = "pail-life"
 """On ``done/{id}``: the life of the job the outcome ends (its ``redriven`` count; 0 if absent)."""
+META_TAGS = "pail-tags"
+"""On ``done/{id}`` of a tagged job: its tags, URL-encoded (``pail.tags.encode_metadata``)."""
 OUTCOME_SUCCEEDED = "succeeded"
 OUTCOME_DEAD = "dead"
 OUTCOME_CANCELLED = "cancelled"
@@ -275,12 +278,16 @@ class Envelope:
     write: str = field(default_factory=new_token)
     cancelled: bool = False
     """Set by ``cancel``: the claim that reads it finishes the cancellation instead of running it."""
+    tags: Tags = field(default_factory=dict)
+    """The producer's tags (``pail.tags``); pailq 0.1.1 reads past the field."""
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {"payload": self.payload, "attempts": self.attempts}
         data["v"] = FORMAT_VERSION
         if self.enqueued_at:
             data["enqueued_at"] = self.enqueued_at
+        if self.tags:
+            data["tags"] = self.tags
         if self.last_error:
             data["last_error"] = self.last_error.to_json()
         if self.redriven:
@@ -312,6 +319,7 @@ class Envelope:
             redriven=fields.count("redriven"),
             write=fields.text("w", "") or "",
             cancelled=fields.flag("cancelled"),
+            tags=read_tags(fields.data.get("tags")),
         )
 
 
@@ -351,6 +359,7 @@ class LeaseRecord:
     """Set on a ``retrying`` lease released before its handler started: the attempt is not spent."""
     raw: str | None = None
     """Foreign bytes this ``dying`` lease quarantines: whoever finishes it keeps them in ``dlq/``."""
+    tags: Tags = field(default_factory=dict)
 
     @property
     def attempts_used(self) -> int:
@@ -391,6 +400,8 @@ class LeaseRecord:
             data["uncounted"] = True
         if self.raw is not None:
             data["raw"] = self.raw
+        if self.tags:
+            data["tags"] = self.tags
         data["w"] = self.write
         return dumps(data)
 
@@ -424,6 +435,7 @@ class LeaseRecord:
             retry_after=fields.seconds("retry_after", MAX_RETRY_DELAY),
             uncounted=fields.flag("uncounted"),
             raw=fields.text("raw"),
+            tags=read_tags(fields.data.get("tags")),
         )
 
     def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:
@@ -433,6 +445,7 @@ class LeaseRecord:
             enqueued_at=self.enqueued_at,
             last_error=last_error,
             redriven=self.redriven,
+            tags=self.tags,
         )
 
 
@@ -448,6 +461,7 @@ class DeadLetter:
     raw: str | None = None
     redriven: int = 0
     write: str = field(default_factory=new_token)
+    tags: Tags = field(default_factory=dict)
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {
@@ -464,6 +478,8 @@ class DeadLetter:
             data["raw"] = self.raw
         if self.redriven:
             data["redriven"] = self.redriven
+        if self.tags:
+            data["tags"] = self.tags
         data["w"] = self.write
         return dumps(data)
 
@@ -485,6 +501,7 @@ class DeadLetter:
             raw=fields.text("raw"),
             redriven=fields.count("redriven"),
             write=fields.text("w", "") or "",
+            tags=read_tags(fields.data.get("tags")),
         )
 
     @classmethod

@@ -50,6 +50,8 @@ PAUSED = "paused"
 """Under ``_pail/``: while this object exists, the queue is paused (``pail.protocol.pause``)."""
 LAYOUT = "shards"
 """Under ``_pail/``: the queue's shard count, for processes not told it (``pail.protocol.layout``)."""
+INDEX = f"{SYSTEM}index/"
+"""The search index of tagged jobs (``pail.protocol.index``): one empty object per tag of a job."""
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 

@@ -7,7 +7,7 @@ import math
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,8 @@ from pail.status import JobStatus, locate, read_delayed_status, read_status
 from pail.store.base import Store
 from pail.store.client import build_client
 from pail.store.s3 import Mode, S3Store, validate_bucket_name
+from pail.tags import Tags
+from pail.tags import validate as validate_tags
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from pail.operate.jobs import JobPage
     from pail.operate.purge import PurgeReport
     from pail.operate.queues import QueueList
+    from pail.operate.search import SearchPage
     from pail.protocol.reaper import Reaper, ReapReport
 
 log = logging.getLogger("pail")
@@ -263,6 +266,7 @@ class Pail:
         delay: float | timedelta | None = None,
         not_before: datetime | None = None,
         priority: str = Priority.NORMAL,
+        tags: Mapping[str, str] | None = None,
     ) -> str:
         """Add a job; return its id (a 26-character ULID).
 
@@ -273,12 +277,15 @@ class Pail:
         ``enqueue_once`` to learn whether this call created it). With
         ``delay`` (seconds or a ``timedelta``) or ``not_before`` (an aware
         ``datetime``) the job is not claimable before that time. A ``"high"``
-        ``priority`` job is claimed before the normal backlog.
+        ``priority`` job is claimed before the normal backlog. ``tags``
+        (``{"customer": "acme"}``, bounds in ``pail.tags``) label the job for
+        ``search``; each costs one more PUT, and an untagged job none.
         """
+        checked = validate_tags(tags)
         now = self._clock.now()
         due = due_for(priority, due_time(delay, not_before, now=now))
         if key is not None:
-            return self.enqueue_once(payload, key=key, due=due).id
+            return self.enqueue_once(payload, key=key, due=due, tags=checked).id
         return put_pending(
             self._store,
             self._write_keys(),
@@ -287,6 +294,7 @@ class Pail:
             now=now,
             due=due,
             stats=self.write_stats,
+            tags=checked,
         )
 
     def enqueue_once(
@@ -298,19 +306,28 @@ class Pail:
         not_before: datetime | None = None,
         priority: str = Priority.NORMAL,
         due: datetime | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> dedup.EnqueueResult:
         """Enqueue ``payload`` unless a job with dedup ``key`` exists.
 
         Returns ``EnqueueResult(id, created)``: ``created`` is False when the
         key was already used, and ``id`` is then the existing job's. A key is
         remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
-        ``delay``, ``not_before`` and ``priority`` work as in ``enqueue``.
+        ``delay``, ``not_before``, ``priority`` and ``tags`` work as in ``enqueue``.
         """
+        checked = validate_tags(tags)
         now = self._clock.now()
         if due is None:
             due = due_for(priority, due_time(delay, not_before, now=now))
         return dedup.enqueue_keyed(
-            self._store, self._write_keys(), payload, key, now=now, due=due, stats=self.write_stats
+            self._store,
+            self._write_keys(),
+            payload,
+            key,
+            now=now,
+            due=due,
+            stats=self.write_stats,
+            tags=checked,
         )
 
     def forget_key(self, key: str) -> None:
@@ -324,6 +341,7 @@ class Pail:
         *,
         ids: Sequence[str] | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        tags: Mapping[str, str] | Sequence[Mapping[str, str] | None] | None = None,
     ) -> list[str]:
         """Enqueue every payload, ``max_workers`` PUTs at a time; return the ids in order.
 
@@ -332,8 +350,10 @@ class Pail:
         ``unknown`` maps the items that may have been (S3 failed after their
         write was sent) to their ids. Re-send those with ``ids=``: an item is
         then created under the given id, and one already there counts as
-        enqueued, so a payload is never enqueued twice.
+        enqueued, so a payload is never enqueued twice. ``tags`` is one mapping
+        for every item, or a sequence of them (None for an untagged item), one per payload.
         """
+        labels = _batch_tags(tags, len(payloads))
         if ids is None:
             chosen = [new_job_id() for _ in payloads]
         else:
@@ -345,7 +365,17 @@ class Pail:
 
         def put(payload: Any, job_id: str) -> str:
             now = self._clock.now()
-            return put_pending(self._store, keys, payload, job_id, now=now, stats=self.write_stats)
+            return put_pending(
+                self._store,
+                keys,
+                payload,
+                job_id,
+                now=now,
+                stats=self.write_stats,
+                tags=labels[job_id_index[job_id]],
+            )
+
+        job_id_index = {job_id: n for n, job_id in enumerate(chosen)}
 
         return enqueue_many(put, payloads, chosen, max_workers=max_workers)
 
@@ -685,6 +715,36 @@ class Pail:
             ) from None
         return list_jobs(self._store, self.keys, kind, limit=limit, after=after, details=details)
 
+    def search(
+        self,
+        *,
+        tags: Mapping[str, str] | None = None,
+        state: str | None = None,
+        since: datetime | timedelta | None = None,
+        until: datetime | None = None,
+        id_prefix: str | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> SearchPage:
+        """Jobs matching every part given, oldest first, ``limit`` a page; see ``pail.operate.search``.
+
+        ``tags`` must all match (the index answers the first); ``state`` is
+        pending, running, done, failed or cancelled; ``since`` (an aware
+        datetime, or a ``timedelta`` back from now) and ``until`` bound the
+        enqueue time, a key range of the ULID ids. ``SearchPage.requests``
+        says what the page cost; pass its ``next_after`` as ``after`` for the next.
+        """
+        from pail.operate.search import MAX_LIMIT, Query
+        from pail.operate.search import search as search_jobs
+
+        validate_count("limit", limit, minimum=1, maximum=MAX_LIMIT)
+        if isinstance(since, timedelta):
+            since = self._clock.now() - since
+        query = Query.checked(tags=tags, state=state, since=since, until=until, id_prefix=id_prefix)
+        return search_jobs(
+            self._store, self.keys, query, limit=limit, after=after, now=self._clock.now()
+        )
+
     def purge(self, *, limit: int | None = None) -> PurgeReport:
         """Cancel every pending job (at most ``limit``); running jobs are never touched.
 
@@ -787,6 +847,19 @@ def _redrivable(job_id: str) -> bool:
 
 MAX_PAGE_LIMIT = 10_000
 """The most jobs one ``jobs()`` page may ask for (each may cost a GET)."""
+
+
+def _batch_tags(
+    tags: Mapping[str, str] | Sequence[Mapping[str, str] | None] | None, count: int
+) -> list[Tags]:
+    """``enqueue_many``'s tags, one checked mapping per payload (``ConfigurationError`` if not)."""
+    if tags is None or isinstance(tags, Mapping):
+        return [validate_tags(tags)] * count
+    if not isinstance(tags, list | tuple) or len(tags) != count:
+        raise ConfigurationError(
+            f"enqueue_many: tags must be one mapping or one per payload ({count}), got {tags!r:.80}"
+        )
+    return [validate_tags(item) for item in tags]
 
 
 def _validate_job_timeout(job_timeout: float | None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 from pail.codec import (
     META_ATTEMPT,
     META_OUTCOME,
+    META_TAGS,
     OUTCOME_CANCELLED,
     OUTCOME_DEAD,
     OUTCOME_SUCCEEDED,
@@ -26,6 +27,7 @@ from pail.keys import QUEUE, Keys
 from pail.protocol import delay
 from pail.protocol.redrive import stale_marker
 from pail.store.base import ObjectInfo, Store
+from pail.tags import Tags, decode_metadata
 
 # A job moves queue -> run -> done (or back to queue) by writing the next key
 # before deleting the previous one. Reading done first (it wins), then queue,
@@ -53,7 +55,8 @@ class JobStatus:
     ``error`` is the last failed attempt's error (for a pending or running
     job that was retried) or the error that dead-lettered it (for a failed
     job). For a running job, ``holder`` is the worker that holds its lease
-    (``host:pid``) and ``updated_at`` the lease's last renewal.
+    (``host:pid``) and ``updated_at`` the lease's last renewal. ``tags`` are
+    the producer's (``enqueue(..., tags=...)``); a cancelled job shows none.
     """
 
     id: str
@@ -64,6 +67,7 @@ class JobStatus:
     error: ErrorInfo | None = None
     progress: Any = None
     holder: str | None = None
+    tags: Tags = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +79,7 @@ class JobStatus:
             "error": self.error.to_json() if self.error else None,
             "progress": self.progress,
             "holder": self.holder,
+            "tags": self.tags,
         }
 
 
@@ -167,7 +172,10 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
         return JobStatus(job_id, JobState.CANCELLED, 0, ulid_time(job_id), done.last_modified)
     if done is not None and outcome != OUTCOME_DEAD:
         attempts = _count(done.metadata.get(META_ATTEMPT))
-        return JobStatus(job_id, JobState.DONE, attempts, ulid_time(job_id), done.last_modified)
+        tags = decode_metadata(done.metadata.get(META_TAGS))
+        return JobStatus(
+            job_id, JobState.DONE, attempts, ulid_time(job_id), done.last_modified, tags=tags
+        )
     pending = store.get(keys.queue(job_id))
     if pending is not None:
         found = _pending(job_id, pending.body, pending.last_modified, done)
@@ -198,6 +206,7 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
             _enqueued_at(job_id, letter.enqueued_at),
             dead.last_modified,
             letter.error,
+            tags=letter.tags,
         )
     if done is not None:  # a dead marker whose dlq/ record is not written yet, or expired
         return JobStatus(job_id, JobState.FAILED, 0, ulid_time(job_id), done.last_modified)
@@ -230,6 +239,7 @@ def _pending(
         _enqueued_at(job_id, envelope.enqueued_at),
         modified,
         pending_error(envelope),
+        tags=envelope.tags,
     )
 
 
@@ -257,6 +267,7 @@ def _running(
         record.error,
         record.progress,
         None if record.state == RETRYING else record.owner,
+        record.tags,
     )
 
 
@@ -281,4 +292,5 @@ def read_delayed_status(store: Store, keys: Keys, job_id: str) -> JobStatus | No
         enqueued,
         entry.last_modified,
         pending_error(envelope),
+        tags=envelope.tags,
     )

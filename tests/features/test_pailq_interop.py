@@ -115,6 +115,25 @@ def test_given_jobs_enqueued_by_pail_when_pailq_works_then_pail_reads_the_result
     assert pail.stats().pending == 0 and pail.stats().running == 0
 
 
+def test_given_tagged_jobs_enqueued_by_pail_when_pailq_works_then_its_reader_runs_them(
+    original_python: Path, s3_server: LocalS3, bucket: str, pail: Pail
+) -> None:
+    # The tags are one more envelope field (and objects under _pail/index/, which
+    # pailq never lists): the original's reader takes payload and attempts only.
+    payloads = [{"n": n} for n in range(3)]
+    ids = [pail.enqueue(p, tags={"customer": "acme", "n": str(p["n"])}) for p in payloads]
+
+    handled = _original(original_python, s3_server, bucket, action="work")
+
+    assert handled == payloads
+    assert [pail.result(job_id) for job_id in ids] == [{"doubled": 2 * n} for n in range(3)]
+    found = pail.search(tags={"customer": "acme", "n": "1"})
+    # pailq's done/ carries no tags: the index vouches for them (a HEAD for the second).
+    assert [job.id for job in found.jobs] == ids[1:2]
+    assert found.jobs[0].state is JobState.DONE
+    assert found.jobs[0].tags == {"customer": "acme", "n": "1"}
+
+
 def test_given_pailq_enqueues_a_nan_payload_when_pail_works_then_it_is_dead_lettered_and_the_next_job_runs(
     original_python: Path, s3_server: LocalS3, bucket: str, pail: Pail
 ) -> None:

@@ -19,8 +19,8 @@ PACKAGE = Path(pail.__file__).parent
 LEAVES = {"pail.errors", "pail.clock", "pail.keys"}
 """Modules that import nothing of pail's."""
 
-VALUES = LEAVES | {"pail.ids", "pail.bounds", "pail.jsonsafe", "pail.codec"}
-"""What a job is made of: ids, keys, bounds, the codec and its total JSON decoder."""
+VALUES = LEAVES | {"pail.ids", "pail.bounds", "pail.jsonsafe", "pail.codec", "pail.tags"}
+"""What a job is made of: ids, keys, bounds, tags, the codec and its total JSON decoder."""
 
 PROTOCOL_MAY_IMPORT = VALUES | {"pail.protocol", "pail.store"}
 STORE_MAY_IMPORT = {"pail.store", "pail.errors", "pail.config"}

@@ -487,6 +487,7 @@ class Claimer:
             enqueued_at=envelope.enqueued_at,
             error=envelope.last_error,
             redriven=envelope.redriven,
+            tags=envelope.tags,
         )
         try:
             body = record.encode()

@@ -35,9 +35,10 @@ from pail.codec import Envelope, dumps
 from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys
-from pail.protocol import delay
+from pail.protocol import delay, index
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import Store
+from pail.tags import Tags
 
 MAX_KEY_LENGTH = 1024
 ROUNDS = 3
@@ -82,6 +83,7 @@ def enqueue_keyed(
     now: datetime,
     due: datetime | None = None,
     stats: WriteStats | None = None,
+    tags: Tags | None = None,
 ) -> EnqueueResult:
     """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring.
 
@@ -91,7 +93,7 @@ def enqueue_keyed(
     record_key = keys.dedup(digest(key))
     jsonsafe.check_value(payload, "payload")
     job_id = new_job_id()
-    envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
+    envelope = Envelope(payload=payload, enqueued_at=now.isoformat(), tags=tags or {})
     token = new_token()
     fields: dict[str, Any] = {"id": job_id, "key": key, "envelope": json.loads(envelope.encode())}
     if due is not None:
@@ -155,6 +157,7 @@ def _write_entry(
     stats: WriteStats | None,
 ) -> None:
     body = envelope.encode()
+    index.write(store, keys, job_id, envelope.tags)  # before the entry: see pail.protocol.index
     target = keys.queue(job_id) if due is None else delay.delayed_key(keys, due, job_id)
     # A 412 is the other writer of this same entry (first producer or repair):
     # the job is pending, which is all this step must ensure.
@@ -182,4 +185,5 @@ def _decode(body: bytes) -> tuple[str, Envelope, datetime | None]:
         due = validate_due(datetime.fromisoformat(due_text), "due") if due_text else None
     except (DecodeError, ConfigurationError, PayloadError, ValueError, TypeError) as exc:
         raise DecodeError(f"dedup key record is unreadable: {exc}") from None
-    return job_id, Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at), due
+    kept = Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at, tags=envelope.tags)
+    return job_id, kept, due

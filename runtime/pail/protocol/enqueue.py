@@ -36,9 +36,10 @@ from pail.errors import (
 )
 from pail.jsonsafe import check_value
 from pail.keys import Keys
-from pail.protocol import delay
+from pail.protocol import delay, index
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import Store
+from pail.tags import Tags
 
 log = logging.getLogger("pail")
 
@@ -59,6 +60,7 @@ def put_pending(
     now: datetime,
     due: datetime | None = None,
     stats: WriteStats | None = None,
+    tags: Tags | None = None,
 ) -> str:
     """Create the job's pending entry (create-only); its id, or an error.
 
@@ -66,12 +68,16 @@ def put_pending(
     entry is a delayed one. Raises ``EnqueueUnknownError`` (with the id) when
     S3 failed after the write was sent and sending it once more did not
     settle whether it landed, and ``PayloadError`` (saying where) for a
-    payload JSON cannot hold.
+    payload JSON cannot hold. ``tags`` (checked by ``pail.tags.validate``) go
+    into the envelope and, before it is written, into the search index
+    (``pail.protocol.index``): an untagged job makes this one PUT only.
     """
     check_value(payload, "payload")
-    envelope = Envelope(payload=payload, enqueued_at=now.isoformat())
+    envelope = Envelope(payload=payload, enqueued_at=now.isoformat(), tags=tags or {})
     body = envelope.encode()
     key = keys.queue(job_id) if due is None else delay.delayed_key(keys, due, job_id)
+    if envelope.tags:
+        index.write(store, keys, job_id, envelope.tags)
     try:
         written = put_conditional(
             store,

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pail.codec import META_ATTEMPT, META_LIFE, META_OUTCOME, LeaseRecord
+from pail.codec import META_ATTEMPT, META_LIFE, META_OUTCOME, META_TAGS, LeaseRecord
 from pail.keys import Keys
 from pail.protocol import redrive
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import ObjectInfo, Store, WriteResult
+from pail.tags import encode_metadata
 
 TRIES = 3
 """Creates tried: each failed one removed a piece of a taken-back death, which cannot recur often."""
@@ -78,4 +79,6 @@ def metadata(outcome: str, record: LeaseRecord | None = None, life: int = 0) -> 
     meta = {META_OUTCOME: outcome, META_LIFE: str(record.redriven if record else life)}
     if record is not None:
         meta[META_ATTEMPT] = str(record.attempt)
+        if record.tags:  # what status() shows of a finished job; untagged jobs carry nothing
+            meta[META_TAGS] = encode_metadata(record.tags)
     return meta

@@ -73,7 +73,11 @@ def redrive(
         return Redriven(False, f"the job ended otherwise ({outcome})")
     life = letter.redriven + 1
     envelope = Envelope(
-        payload=letter.payload, attempts=0, enqueued_at=letter.enqueued_at, redriven=life
+        payload=letter.payload,
+        attempts=0,
+        enqueued_at=letter.enqueued_at,
+        redriven=life,
+        tags=letter.tags,
     )
     written = put_conditional(
         store,

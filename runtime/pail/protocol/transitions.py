@@ -185,6 +185,7 @@ def dead_letter(
         enqueued_at=record.enqueued_at,
         raw=raw,
         redriven=record.redriven,
+        tags=record.tags,
     )
     _write_letter(store, keys, letter, stats)
     if redrive.later_life(store, keys, job_id, record.redriven):
