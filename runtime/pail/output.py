@@ -148,6 +148,27 @@ class Output:
         """A human remark on stderr (hints, progress) that never pollutes piped stdout."""
         self.errors.print(text, style="dim")
 
+    def open_link(self, url: str) -> bool:
+        """Open ``url`` in a browser; where none can be opened, say so and give the link.
+
+        ``webbrowser`` finds no browser on a machine without a display (a
+        server, a container, SSH) and then returns False without a word.
+        """
+        import webbrowser
+
+        try:
+            opened = webbrowser.open(url)
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            self.errors.print(
+                "could not open a browser here (no display, or no browser found); "
+                f"open this link yourself: {url}",
+                markup=False,
+                highlight=False,
+            )
+        return opened
+
     def error(self, message: str) -> None:
         """The one-line error report: ``error: <cause>`` on stderr."""
         first, *rest = str(message).strip().splitlines() or [""]

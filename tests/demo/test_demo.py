@@ -203,13 +203,15 @@ def try_printed_url_and_redrive(printed: list[str]) -> None:
     with urllib.request.urlopen(url, timeout=10) as response:
         assert json.loads(response.read()) == json.loads(lines[heading + 1])
 
+    # As printed, in "another terminal": no virtualenv on PATH, another folder.
     env = demo_env()
+    venv_bin = str(Path(pail_script()).parent)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
+    env.pop("VIRTUAL_ENV", None)
     for assignment in shlex.split(exports)[1:]:
         name, _, value = assignment.partition("=")
         env[name] = value
     command = shlex.split(redrive)
-    done = subprocess.run(
-        [pail_script(), *command[1:]], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run(command, env=env, cwd="/", capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == command[4]  # the redriven job's id

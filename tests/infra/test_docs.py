@@ -9,6 +9,11 @@ repository's, and the app synthesises in this process (cdk-nag included).
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -70,3 +75,58 @@ def test_given_deploy_doc_app_when_run_in_its_folder_then_it_synthesises_queue_w
         "AWS::Events::Rule",
         {"EventPattern": Match.object_like({"detail-type": ["Object Created"]})},
     )
+
+
+def test_given_the_cdk_json_files_when_read_then_notices_telemetry_and_version_reporting_are_off() -> (
+    None
+):
+    repository = json.loads((ROOT / "cdk.json").read_text())
+    (documented,) = [b.body for b in toolchain.blocks(toolchain.DEPLOY) if b.file == "cdk.json"]
+
+    for settings in (repository, json.loads(documented)):
+        assert settings["notices"] is False
+        assert settings["versionReporting"] is False
+        assert settings["context"]["cli-telemetry"] is False
+
+
+_JSII_EXPORT = re.compile(r"`export (JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION)=(\d+)`")
+_IMPORT_CDK = "import aws_cdk; aws_cdk.App()"
+
+
+def _jsii_start(extra: dict[str, str]) -> str:
+    """What starting aws-cdk-lib's jsii bridge prints, with no JSII_* setting but ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JSII_")} | extra
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_CDK],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return done.stdout + done.stderr
+
+
+def test_given_this_machine_s_node_when_the_deploy_doc_s_export_is_set_then_jsii_prints_no_banner() -> (
+    None
+):
+    text = " ".join(toolchain.DEPLOY.read_text().split())
+    found = _JSII_EXPORT.search(text)
+    assert found, "docs/deploy.md no longer says how to silence jsii's Node banner"
+    name, major = found.groups()
+    node = subprocess.run(
+        ["node", "-p", "process.versions.node.split('.')[0]"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+    quiet = _jsii_start({name: major})
+
+    assert "end-of-life" not in quiet and "!!" not in quiet, quiet
+    if node == major:  # the banner the doc speaks of is there without it, naming the lines to use
+        banner = _jsii_start({})
+        assert f"Node {major} is end-of-life" in banner
+        supported = re.findall(r"- \^(\d+)\.0\.0", banner)
+        assert supported, banner
+        assert f"**{' or '.join(sorted(supported, key=int))}**" in text

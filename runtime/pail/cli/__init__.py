@@ -6,13 +6,15 @@ click group, for ``click.testing.CliRunner`` and for embedding.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from pail.cli.admin import list_jobs, purge, queues
-from pail.cli.app import cli
+from pail.cli.app import cli, silence_stdout
 from pail.cli.dashboard import dashboard
 from pail.cli.dlq import dlq
 from pail.cli.doctor import doctor
+from pail.cli.exit_codes import ExitCode
 from pail.cli.features import cancel
 from pail.cli.jobs import enqueue, result, status, url
 from pail.cli.local import demo, server
@@ -45,8 +47,20 @@ for command in (
 
 
 def main() -> None:
-    """Run the ``pail`` command with ``sys.argv``; exits with a documented code."""
-    cli(prog_name="pail")
+    """Run the ``pail`` command with ``sys.argv``; exits with a documented code.
+
+    A reader of stdout that goes away (``pail dlq list jobs | head``) ends any
+    command quietly with ``ExitCode.OUTPUT_CLOSED``: while it runs (``cli``
+    turns it into that exit) or while its last output is flushed here.
+    """
+    try:
+        try:
+            cli(prog_name="pail")
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        sys.exit(ExitCode.OUTPUT_CLOSED)
 
 
 def run_command(args: Sequence[str], *, prog_name: str = "pail") -> int:

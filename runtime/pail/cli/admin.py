@@ -31,8 +31,8 @@ def _row_cells(row: JobRow) -> list[str]:
         note = f"{detail.holder} ({detail.lease_state}){progress}"
     elif detail is not None and detail.error is not None:
         note = one_line(str(detail.error), 80)
-    elif row.due is not None:
-        note = f"due {row.due.strftime('%Y-%m-%d %H:%M:%S UTC')}"
+    elif row.due_text is not None:
+        note = row.due_text
     else:
         note = ""
     label = row.job_id if row.job_id is not None else row.key

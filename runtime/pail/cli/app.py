@@ -6,6 +6,7 @@ the exit code ``exit_codes`` documents; ``--debug`` adds the traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import IO, Any
@@ -105,8 +106,25 @@ class PailGroup(click.Group):
         except KeyboardInterrupt:
             options(ctx).output().note("interrupted")
             raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
+        except BrokenPipeError:
+            silence_stdout()
+            raise click.exceptions.Exit(ExitCode.OUTPUT_CLOSED) from None
         except Exception as exc:  # noqa: BLE001 - a bug still gets one line, and --debug
             _fail(ctx, exc, f"unexpected {type(exc).__name__}: {exc}", ExitCode.ERROR)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null: its reader went away (``| head``), a normal end.
+
+    What is still buffered is then flushed there, so the interpreter's final
+    flush does not fail a second time ("Exception ignored ... BrokenPipeError").
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a test runner's stream): nothing to do
+        pass
 
 
 def _fail(ctx: click.Context, exc: BaseException, message: str, code: int) -> None:

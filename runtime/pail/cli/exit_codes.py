@@ -46,6 +46,7 @@ class ExitCode(IntEnum):
     JOB_CANCELLED = 6  # the job was cancelled: it will never have a result
     ALREADY_ENDED = 7  # `cancel` came too late: the job had already finished otherwise
     INTERRUPTED = 130  # Ctrl-C
+    OUTPUT_CLOSED = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE
 
 
 HELP = """\b
@@ -60,6 +61,7 @@ Exit codes:
   6    job cancelled: it will never have a result
   7    too late to cancel: the job had already finished (done or dead-lettered)
   130  interrupted (Ctrl-C)
+  141  output closed: the reader of stdout went away (`| head`); nothing is printed
 work / work-once: 0, 1 and 2 only, as `pail work --help` says."""
 
 EXIT_OK = ExitCode.OK

@@ -408,9 +408,7 @@ def serve_page(
         out.result({"id": job_id, "expires_in": expires, "page": link}, lambda: out.line(link))
         out.note(f"status page of job {job_id}; its links expire in {expires} s (Ctrl-C stops it)")
         if open_browser:
-            import webbrowser
-
-            webbrowser.open(link)
+            out.open_link(link)
         threading.Event().wait()
     finally:
         stop()

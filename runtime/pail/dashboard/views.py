@@ -358,8 +358,8 @@ def _jobs_rows(namespace: str, page: JobPage, *, actions: bool, csrf: str) -> st
             note = f"held by {d.holder}"
         elif d is not None and d.error is not None:
             note = _error_text(d.error)
-        elif row.due is not None:
-            note = f"due {row.due.strftime('%Y-%m-%d %H:%M:%S UTC')}"
+        elif row.due_text is not None:
+            note = row.due_text
         else:
             note = ""
         cells = (

@@ -389,6 +389,4 @@ def status_pages(
         urls.append(url)
         out.line(f"  {label}: {url}")
     if open_browser and urls:
-        import webbrowser
-
-        webbrowser.open(urls[0])
+        out.open_link(urls[0])

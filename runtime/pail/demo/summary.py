@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,14 +225,35 @@ def try_it_section(out: Output, report: DemoReport, *, held: bool) -> None:
 
 
 def pail_command() -> str:
-    """How to spell the ``pail`` command for the user: the venv's, relative if it is nearby."""
-    candidate = Path(sys.executable).parent / "pail"
-    if not candidate.exists() or not os.environ.get("VIRTUAL_ENV"):
+    """How to spell the ``pail`` command so that it works as printed, in a new terminal too.
+
+    A new terminal has no virtualenv activated and may start in another
+    folder, so a bare ``pail`` (or a path relative to here) only works from
+    this shell. The bare name is printed only when the ``pail`` found on PATH
+    outside this interpreter's own ``bin`` folder is this one (pipx, a user or
+    system install); otherwise this environment's console script by its
+    absolute path, else ``python -m pail.cli`` with this interpreter.
+    """
+    bin_dir = Path(sys.executable).parent
+    script = bin_dir / "pail"
+    if not script.exists():
+        return f"{shlex.quote(sys.executable)} -m pail.cli"
+    elsewhere = os.pathsep.join(
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry and not _same_folder(Path(entry), bin_dir)
+    )
+    found = shutil.which("pail", path=elsewhere)
+    if found is not None and Path(found).resolve() == script.resolve():
         return "pail"
+    return shlex.quote(str(script.absolute()))
+
+
+def _same_folder(a: Path, b: Path) -> bool:
     try:
-        return shlex.quote(str(candidate.relative_to(Path.cwd())))
-    except ValueError:
-        return "pail"
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def hold_server(out: Output, report: DemoReport) -> None:

@@ -30,6 +30,7 @@ from pail.operate.objects import (
     job_id_of,
 )
 from pail.operate.snapshot import PAGE_SIZE, Scan, enqueued_at
+from pail.protocol.delay import HIGH_DUE
 from pail.store.base import ObjectInfo, Store
 from pail.store.listing import pages
 
@@ -57,6 +58,23 @@ class JobRow:
     @property
     def foreign(self) -> bool:
         return self.job_id is None
+
+    @property
+    def due_text(self) -> str | None:
+        """The due time as people read it, or None for a row without one.
+
+        A high-priority entry is spelled as due at the epoch (so that it
+        lists first), which is a key's trick, not a time: it reads as what it is.
+
+        >>> from pail.protocol.delay import HIGH_DUE
+        >>> JobRow("k", "J", "pending", "e", 1, HIGH_DUE, 0.0, None, due=HIGH_DUE).due_text
+        'high priority: first in line'
+        """
+        if self.due is None:
+            return None
+        if self.due == HIGH_DUE:
+            return "high priority: first in line"
+        return f"due {self.due.strftime('%Y-%m-%d %H:%M:%S UTC')}"
 
     def to_json(self) -> dict[str, Any]:
         return {

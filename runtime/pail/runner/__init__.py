@@ -81,7 +81,7 @@ def load_handler(spec: str) -> Callable[[Any], Any]:
         if exc.name and module_name.startswith(exc.name):
             raise ConfigurationError(
                 f"handler {spec!r}: no module named {exc.name!r} (is it on PYTHONPATH, "
-                f"or in the current directory {cwd!r}?)"
+                f"or in the current directory {cwd!r}?{_beside_hint(module_name)})"
             ) from exc
         raise ConfigurationError(f"handler {spec!r}: importing it failed: {exc!r}") from exc
     except Exception as exc:  # any import-time error is the handler's configuration
@@ -100,6 +100,24 @@ def load_handler(spec: str) -> Callable[[Any], Any]:
     _check_arity(spec, target)
     handler: Callable[[Any], Any] = target
     return handler
+
+
+def _beside_hint(module_name: str) -> str:
+    """A hint when the module is in a folder just below this one (``handlers/report.py``).
+
+    That is the layout of an app whose image puts the folder on the import
+    path: the spelling that works there needs the folder on PYTHONPATH here.
+    """
+    relative = Path(*module_name.split("."))
+    for candidate in (relative.with_suffix(".py"), relative / "__init__.py"):
+        found = sorted(Path.cwd().glob(f"*/{candidate}"))
+        if found:
+            folder = found[0].relative_to(Path.cwd()).parts[0]
+            return (
+                f" {folder}/{candidate} is here: put its folder on the import path, "
+                f"PYTHONPATH={folder}, as the worker image does"
+            )
+    return ""
 
 
 def _split(spec: str) -> tuple[str, str]:
