@@ -39,6 +39,21 @@ A handler may be a plain function or an ``async def`` one (run on an event loop
 of its own). A handler that raises, hangs past ``job_timeout`` or returns
 something that is not JSON fails its attempt (retried, or dead-lettered when no retries are
 left) and the loop goes on: one bad job never ends a drain.
+
+**Interrupts** (``KeyboardInterrupt``, ``SystemExit``) are the caller's, not
+the job's: a Ctrl-C in the calling thread while a handler runs, or a handler
+that raises one (``sys.exit()``), gives the job back unstarted
+(``Message.release(started=False)``: pending, its attempt not spent, no
+error recorded) and the exception goes on to the caller, after the flush.
+That is ``Interrupts.PROPAGATE``, the default, which ``Pail.work_once`` and
+``Pail.work`` use. An entry point that is a deployed worker passes
+``Interrupts.FAIL``: a handler's interrupt is then that attempt's failure,
+recorded like any error, and the loop goes on; the worker Lambda (a
+``SystemExit`` would kill its runtime, and a job handed back unspent would
+be claimed and kill the next one, forever) and ``pail work``/``work-once``
+(a service never dies on one bad job; a real Ctrl-C or SIGTERM reaches it
+as a signal, which stops it gracefully) do. An interrupt in the calling
+thread always propagates.
 """
 
 from __future__ import annotations
@@ -91,6 +106,18 @@ class Polling:
         if current is None:
             return min(self.floor, self.ceiling)
         return min(current * 2, self.ceiling)
+
+
+class Interrupts(StrEnum):
+    """What a handler's ``KeyboardInterrupt`` or ``SystemExit`` means to a drain (module docstring)."""
+
+    PROPAGATE = "propagate"
+    """The caller's: the job goes back unstarted (pending, attempt not spent) and the exception propagates."""
+    FAIL = "fail"
+    """The job's: the attempt fails with it, recorded, and the drain goes on."""
+
+
+_INTERRUPTS = (KeyboardInterrupt, SystemExit)
 
 
 class StopReason(StrEnum):
@@ -384,6 +411,7 @@ def drain(
     tick: float = TICK,
     paused: Callable[[], bool] | None = None,
     flush: Callable[[], object] | None = None,
+    interrupts: Interrupts = Interrupts.PROPAGATE,
 ) -> Tally:
     """Claim and run jobs until the queue is empty or the limits say stop.
 
@@ -399,10 +427,22 @@ def drain(
     whatever stopped it: the requests its jobs left in flight (a lease's
     removal after a result, a read ahead) land first, so nothing is in
     flight when a Lambda invocation returns and freezes, or a process exits.
+    ``interrupts``: what a handler's ``KeyboardInterrupt`` or ``SystemExit``
+    means (``Interrupts``; the module docstring).
     """
     try:
         return _drain(
-            claim, handler, limits, max_jobs, job_timeout, polling, observer, clock, tick, paused
+            claim,
+            handler,
+            limits,
+            max_jobs,
+            job_timeout,
+            polling,
+            observer,
+            clock,
+            tick,
+            paused,
+            interrupts,
         )
     finally:
         if flush is not None:
@@ -420,6 +460,7 @@ def _drain(
     clock: Clock | None,
     tick: float,
     paused: Callable[[], bool] | None,
+    interrupts: Interrupts,
 ) -> Tally:
     observer = observer or LoggingObserver()
     clock = clock or SystemClock()
@@ -466,7 +507,9 @@ def _drain(
                     message, f"claimed too late to start: {late.value}", 0.0, started=False
                 )
             else:
-                report = _run(message, handler, limits, observer, job_timeout, clock, tick)
+                report = _run(
+                    message, handler, limits, observer, job_timeout, clock, tick, interrupts
+                )
             tally.add(report)
             observer.settled(report)
         if report.storage_error is not None and polling is None:
@@ -489,16 +532,29 @@ def _run(
     job_timeout: float | None,
     clock: Clock,
     tick: float,
+    interrupts: Interrupts,
 ) -> JobReport:
     started = False
     try:
         observer.claimed(message)
         started = True
-        return supervise(handler, message, limits, job_timeout=job_timeout, clock=clock, tick=tick)
-    except BaseException:
+        return supervise(
+            handler,
+            message,
+            limits,
+            job_timeout=job_timeout,
+            clock=clock,
+            tick=tick,
+            interrupts=interrupts,
+        )
+    except BaseException as exc:
         # Never leave a claimed job behind a heartbeat that outlives the loop.
         if not message.settled:
-            _release(message, "the worker failed while supervising the job", 0.0, started=started)
+            if isinstance(exc, _INTERRUPTS):  # Ctrl-C in this thread: the caller's, not the job's
+                _release(message, "the worker was interrupted", 0.0, started=False)
+            else:
+                reason = "the worker failed while supervising the job"
+                _release(message, reason, 0.0, started=started)
         raise
 
 
@@ -521,24 +577,39 @@ def supervise(
     job_timeout: float | None = None,
     clock: Clock | None = None,
     tick: float = TICK,
+    interrupts: Interrupts = Interrupts.PROPAGATE,
 ) -> JobReport:
-    """Run ``handler`` on one claimed job and settle it; give the lease back if time runs out."""
+    """Run ``handler`` on one claimed job and settle it; give the lease back if time runs out.
+
+    A handler's ``KeyboardInterrupt`` or ``SystemExit`` is raised here, its
+    job given back unstarted, unless ``interrupts`` is ``Interrupts.FAIL``.
+    """
     now = (clock or SystemClock()).monotonic
     job = JobContext(message, threading.Event())
     call = _Call(handler, job, now)
     started = now()
-    call.start()
-    while not call.finished.wait(tick):
-        reason = limits.release_reason()
-        if reason is not None:
-            job.stopping.set()
-            return _release(message, reason, now() - started)
-        if limits.wrap_up():
-            job.stopping.set()
-        if job_timeout is not None and now() - started >= job_timeout:
-            job.stopping.set()
-            timeout = HandlerTimeoutError(f"handler still running after {job_timeout} s; abandoned")
-            return _fail(message, timeout, now() - started)
+    try:
+        call.start()  # in the try: a handler may interrupt this thread before start() returns
+        while not call.finished.wait(tick):
+            reason = limits.release_reason()
+            if reason is not None:
+                job.stopping.set()
+                return _release(message, reason, now() - started)
+            if limits.wrap_up():
+                job.stopping.set()
+            if job_timeout is not None and now() - started >= job_timeout:
+                job.stopping.set()
+                timeout = HandlerTimeoutError(
+                    f"handler still running after {job_timeout} s; abandoned"
+                )
+                return _fail(message, timeout, now() - started)
+    except BaseException:
+        job.stopping.set()  # an interrupt in this thread: the abandoned handler may stop early
+        raise
+    error = call.error
+    if isinstance(error, _INTERRUPTS) and interrupts is Interrupts.PROPAGATE:
+        _release(message, f"the handler raised {_describe(error)}", call.duration, started=False)
+        raise error
     return _finish(message, call)
 
 

@@ -507,6 +507,9 @@ class Pail:
         (the job's lease expires and the reaper retries it). It returns once
         the outcome is written: the lease's removal may still be in flight
         (the next call, ``flush`` or the interpreter's exit lets it land).
+        A ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C, or raised by the
+        handler) propagates, and the job goes back unstarted: pending, its
+        attempt not spent (``pail.drain``, "Interrupts").
         """
         _validate_job_timeout(job_timeout)
         tally = drain(
@@ -543,6 +546,7 @@ class Pail:
         claimed, and the running job's ``current_job().stopping`` is set; it
         runs to its end (bounded by ``job_timeout``). A job whose claim was
         in flight when ``stop`` was set goes back to the queue unstarted.
+        A ``KeyboardInterrupt`` or ``SystemExit`` ends it as in ``work_once``.
         """
         validate_seconds("min_poll_interval", min_poll_interval)
         validate_seconds("poll_interval", poll_interval, minimum=min_poll_interval)

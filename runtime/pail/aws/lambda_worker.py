@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any
 from pail import config, log_keys, metrics_names
 from pail.aws.named import NamedFirst
 from pail.aws.triggers import LOGGED_KEYS, SQS, describe_trigger
-from pail.drain import JobReport, Outcome, StopReason, Tally, drain
+from pail.drain import Interrupts, JobReport, Outcome, StopReason, Tally, drain
 from pail.errors import ConfigurationError
 from pail.message import Message
 from pail.queue import Pail
@@ -271,6 +271,9 @@ class LambdaWorker:
                     clock=runtime.pail.clock,
                     paused=lambda: runtime.pail.claims_paused,
                     flush=runtime.pail.flush,
+                    # A handler's SystemExit would end the runtime, and the job,
+                    # handed back unspent, would end the next one: it is the job's failure.
+                    interrupts=Interrupts.FAIL,
                 )
         finally:
             observer.publish(runtime.metrics)

@@ -43,7 +43,7 @@ from typing import Any
 
 from pail import config
 from pail.config import DEFAULT_GRACE_PERIOD, DEFAULT_MIN_POLL_INTERVAL, DEFAULT_POLL_INTERVAL
-from pail.drain import Handler, Observer, Polling, ProcessLimits, Tally, drain
+from pail.drain import Handler, Interrupts, Observer, Polling, ProcessLimits, Tally, drain
 from pail.errors import ConfigurationError
 from pail.queue import Pail
 from pail.runner.protection import TaskProtection
@@ -232,6 +232,7 @@ def run(
             clock=pail.clock,
             paused=lambda: pail.claims_paused,
             flush=pail.flush,
+            interrupts=Interrupts.FAIL,  # a service never dies on one job; Ctrl-C is a signal here
         )
     if limits.signals:
         log.info("stopped on %s", limits.signal_name)
