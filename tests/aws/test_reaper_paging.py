@@ -63,8 +63,11 @@ def test_given_an_expired_lease_behind_10000_live_ones_when_reaped_one_shot_then
     assert len(store.list(fresh.keys.prefix(RUN), max_keys=live + 1).items) == live
 
 
-def reap_in_a_fresh_process(s3_server: LocalS3, bucket: str) -> dict[str, object]:
-    done = subprocess.run(
+def reap_in_a_fresh_process(
+    s3_server: LocalS3, bucket: str, before_the_pass: Callable[[], None]
+) -> dict[str, object]:
+    """One pass in a new interpreter; ``before_the_pass`` runs once it is ready, just before it lists."""
+    process = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -77,14 +80,24 @@ def reap_in_a_fresh_process(s3_server: LocalS3, bucket: str) -> dict[str, object
             "10",
             "--max-pages",
             "2",
+            "--wait",
         ],
         cwd=ROOT,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-        timeout=120,
-        check=True,
     )
-    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        before_the_pass()
+        out, _ = process.communicate("go\n", timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    report: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return report
 
 
@@ -94,8 +107,9 @@ def test_given_leases_past_one_pass_on_the_server_when_fresh_processes_reap_then
     queue = connect(visibility_timeout=2)
     for n in range(30):
         queue.enqueue({"n": n})
-    working = [queue.claim() for _ in range(30)]  # 30 live leases, renewed every 0.67 s
-    assert all(message is not None for message in working)
+    claimed = [queue.claim() for _ in range(30)]  # 30 live leases, renewed every 0.67 s
+    working = [message for message in claimed if message is not None]
+    assert len(working) == 30
     crashed = queue.enqueue({"n": "crashed"})
     claimer = Claimer(
         queue.store, queue.keys, visibility_timeout=2, clock=ManualClock(), owner="crashed"
@@ -111,21 +125,38 @@ def test_given_leases_past_one_pass_on_the_server_when_fresh_processes_reap_then
             and (page.server_time - page.items[0].last_modified).total_seconds() > 3
         )
 
+    def every_live_lease_renewed() -> None:
+        # Progress, not a race: each heartbeat has renewed its lease since the reaper
+        # process became ready, so none is near its expiry when the pass lists.
+        before = [message.lease.etag for message in working]
+        wait_until(
+            lambda: all(
+                message.lease.etag != etag or message.lease_lost
+                for message, etag in zip(working, before, strict=True)
+            ),
+            30,
+            what="a renewal of every live lease",
+        )
+        assert not [message.id for message in working if message.lease_lost]
+
+    completed: list[bool] = []
     try:
         wait_until(expired, 30)
         reports = []
         for _ in range(passes_to_cover(31, page_size=10, max_pages=2)):
-            reports.append(reap_in_a_fresh_process(s3_server, bucket))
+            reports.append(reap_in_a_fresh_process(s3_server, bucket, every_live_lease_renewed))
             if crashed in reports[-1]["requeued_ids"]:  # type: ignore[operator]
                 break
     finally:
-        for message in working:
-            if message is not None:
-                message.complete({"done": True})
+        completed = [message.complete({"done": True}) for message in working]
 
     print(f"\n31 leases, pages of 10, 2 per pass: reclaimed by fresh process {len(reports)}")
     assert crashed in reports[-1]["requeued_ids"]  # type: ignore[operator]
     assert reports[0]["scanned"] == 20 and crashed not in reports[0]["requeued_ids"]  # type: ignore[operator]
+    # The 30 heartbeats kept their leases through every pass: only the crashed one was taken.
+    assert [report["requeued_ids"] for report in reports[:-1]] == [[]] * (len(reports) - 1)
+    assert reports[-1]["requeued_ids"] == [crashed]
+    assert completed == [True] * 30
     status = queue.status(crashed)
     assert status is not None and status.state is JobState.PENDING
 

@@ -8,7 +8,6 @@ between steps, and ambiguous outcomes of conditional writes.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -210,14 +209,30 @@ def test_given_heartbeating_worker_when_reaper_runs_past_the_timeout_then_lease_
     job_id = a.enqueue({"n": 1})
     message = a.claim()
     assert message is not None
+    run_key = b.keys.run(job_id)
+    claimed = b.store.head(run_key)
+    assert claimed is not None
 
-    deadline = time.monotonic() + 4 * VT  # twice the reaper's expiry threshold
-    reaped = 0
-    while time.monotonic() < deadline:
-        reaped += b.reap().expired
-        time.sleep(0.2)
+    # A reaper pass after each renewal the heartbeat makes, until the lease has lived (by the
+    # server's clock) past the point where an unrenewed one is expired: VT plus the 1 s
+    # resolution of Date, plus 1 s for the resolution of LastModified. The renewals keep
+    # it, however slowly a loaded machine runs them; no race against a fixed loop.
+    renewals, lived = 0, 0.0
+    while lived <= VT + 2:
+        before = message.lease.etag
+        wait_until(
+            lambda before=before: message.lease.etag != before or message.lease_lost,
+            timeout=30,
+            what=f"renewal {renewals + 1} by the heartbeat",
+        )
+        assert not message.lease_lost
+        renewals += 1
+        report = b.reap()
+        assert report.expired == 0, f"a lease renewed {renewals} times was reaped"
+        now = b.store.head(run_key)
+        assert now is not None
+        lived = (now.last_modified - claimed.last_modified).total_seconds()
 
-    assert reaped == 0 and not message.lease_lost
     assert message.complete({"ok": True}) is True
     assert b.result(job_id) == {"ok": True}
 

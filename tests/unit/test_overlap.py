@@ -52,8 +52,26 @@ def test_given_both_when_the_second_waits_for_the_first_then_they_ran_at_once() 
     assert (a.get(), b.get()) == ("first", True)
 
 
-def test_given_a_full_pool_when_more_is_started_then_the_caller_waits_for_a_slot() -> None:
-    overlap = Threads(1)
+class WatchedSlots:
+    """The pool's slots, telling when a caller found none free and began to wait."""
+
+    def __init__(self, slots: threading.BoundedSemaphore) -> None:
+        self._slots = slots
+        self.waiting = threading.Event()
+
+    def acquire(self) -> bool:
+        if not self._slots.acquire(blocking=False):
+            self.waiting.set()
+            self._slots.acquire()
+        return True
+
+    def release(self) -> None:
+        self._slots.release()
+
+
+def _caller_waited_for_a_slot(overlap: Threads, slots: WatchedSlots, bound: float) -> bool:
+    """Fill the one slot, start another call; True if the caller waited for the slot."""
+    overlap._slots = slots  # type: ignore[assignment]
     release = threading.Event()
     running = threading.Event()
 
@@ -63,17 +81,34 @@ def test_given_a_full_pool_when_more_is_started_then_the_caller_waits_for_a_slot
 
     overlap.later("holding", hold)
     assert running.wait(WAIT)
-    started: list[bool] = []
-    caller = threading.Thread(target=lambda: started.append(bool(overlap.ahead(lambda: 1))))
+    returned: list[bool] = []
+    caller = threading.Thread(target=lambda: returned.append(bool(overlap.ahead(lambda: 1))))
     caller.start()
+    try:
+        # Progress, not a nap: the caller found the one slot taken and waits for it.
+        waited = slots.waiting.wait(bound)
+        blocked = returned == []  # it cannot get past the wait while the slot is held
+    finally:
+        release.set()
+        caller.join(WAIT)
+    assert returned == [True] and overlap.flush(WAIT)
+    return waited and blocked
 
-    caller.join(0.2)  # the one slot is taken: the caller cannot have got past _submit
-    blocked = caller.is_alive()
-    release.set()
-    caller.join(WAIT)
 
-    assert blocked and started == [True]
-    assert overlap.flush(WAIT)
+def test_given_a_full_pool_when_more_is_started_then_the_caller_waits_for_a_slot() -> None:
+    overlap = Threads(1)
+
+    assert _caller_waited_for_a_slot(overlap, WatchedSlots(overlap._slots), WAIT)
+
+
+def test_given_a_pool_that_queues_without_bound_then_the_caller_is_not_seen_waiting() -> None:
+    # Known-bad: one thread, but a hundred slots, so calls queue up and the caller goes on.
+    # (The bound here only ends the wait for an event that cannot come.)
+    overlap = Threads(1)
+
+    assert not _caller_waited_for_a_slot(
+        overlap, WatchedSlots(threading.BoundedSemaphore(100)), 0.5
+    )
 
 
 class FlakyDeletes(MemoryStore):
