@@ -202,6 +202,11 @@ def test_given_zombie_that_fails_late_then_no_second_pending_entry(
     assert owner.complete({"ok": 1}) is True
 
 
+def renewed(message: Message, etag: str) -> Callable[[], bool]:
+    """True once ``message``'s lease was rewritten since it had ``etag`` (or was lost)."""
+    return lambda: message.lease.etag != etag or message.lease_lost
+
+
 def test_given_heartbeating_worker_when_reaper_runs_past_the_timeout_then_lease_is_kept(
     s3store: Callable[[], S3Store],
 ) -> None:
@@ -219,9 +224,8 @@ def test_given_heartbeating_worker_when_reaper_runs_past_the_timeout_then_lease_
     # it, however slowly a loaded machine runs them; no race against a fixed loop.
     renewals, lived = 0, 0.0
     while lived <= VT + 2:
-        before = message.lease.etag
         wait_until(
-            lambda before=before: message.lease.etag != before or message.lease_lost,
+            renewed(message, message.lease.etag),
             timeout=30,
             what=f"renewal {renewals + 1} by the heartbeat",
         )
