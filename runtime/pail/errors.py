@@ -6,6 +6,8 @@ the edge, so callers handle one hierarchy whatever the backend.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class PailError(Exception):
     """Root of every error pail raises."""
@@ -42,6 +44,24 @@ class CredentialsNotFoundError(AccessDeniedError):
 
 class StorageError(PailError):
     """The storage service failed in a way retries did not fix."""
+
+
+class ObjectTooLargeError(PailError):
+    """An object is larger than the reader agreed to read (``BoundedGetter.get_bounded``).
+
+    What the GET's headers said comes with it (size, ETag, last change); the
+    body was not read.
+    """
+
+    def __init__(
+        self, key: str, *, size: int, etag: str, last_modified: datetime, limit: int
+    ) -> None:
+        super().__init__(f"{key!r} is {size} bytes, more than the {limit} read at most")
+        self.key = key
+        self.size = size
+        self.etag = etag
+        self.last_modified = last_modified
+        self.limit = limit
 
 
 class ConditionFailedError(StorageError):

@@ -13,7 +13,9 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pail.errors import ObjectTooLargeError
 from pail.store.base import (
+    BoundedGetter,
     ListPage,
     ObjectInfo,
     PrefixLister,
@@ -67,11 +69,21 @@ class RequestMeter:
 
 
 class MeteredStore:
-    """A ``Store`` (and ``PrefixLister``) that counts every request it forwards."""
+    """A ``Store`` (and ``PrefixLister``) that counts every request it forwards.
 
-    def __init__(self, inner: Store, meter: RequestMeter) -> None:
+    With ``max_read``, ``get`` reads no body over that many bytes: it raises
+    ``ObjectTooLargeError`` instead, at the cost of the same one GET on a
+    ``BoundedGetter`` (the S3 and memory stores), or a HEAD first on others.
+    """
+
+    def __init__(self, inner: Store, meter: RequestMeter, *, max_read: int | None = None) -> None:
         self._inner = inner
         self.meter = meter
+        self.max_read = max_read
+
+    def unbounded(self) -> MeteredStore:
+        """The same store and meter, reading whole bodies (for actions, which must)."""
+        return MeteredStore(self._inner, self.meter)
 
     @property
     def inner(self) -> Store:
@@ -86,6 +98,20 @@ class MeteredStore:
         return self._inner.ordered_listing
 
     def get(self, key: str) -> StoredObject | None:
+        limit = self.max_read
+        if limit is None:
+            self.meter.record("GET")
+            return self._inner.get(key)
+        if isinstance(self._inner, BoundedGetter):
+            self.meter.record("GET")
+            return self._inner.get_bounded(key, limit)
+        info = self.head(key)
+        if info is None:
+            return None
+        if info.size > limit:
+            raise ObjectTooLargeError(
+                key, size=info.size, etag=info.etag, last_modified=info.last_modified, limit=limit
+            )
         self.meter.record("GET")
         return self._inner.get(key)
 

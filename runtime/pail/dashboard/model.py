@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pail.dashboard.meter import MeteredStore, RequestMeter
+from pail.errors import ObjectTooLargeError
 from pail.keys import RUN
 from pail.operate.dead_letters import Letter, read_letter
 from pail.operate.failures import Failure, recent_failures
 from pail.operate.jobs import JobPage, JobRow, list_jobs, row_for, rows_from_scan
-from pail.operate.objects import JobKind, Reader
+from pail.operate.objects import JobDetail, JobKind, Reader
 from pail.operate.queues import QueueList, list_queues
 from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
 from pail.protocol import pause as pause_marker
@@ -32,6 +33,11 @@ from pail.store.base import Store
 
 DEFAULT_INTERVAL = 10.0
 QUEUES_TTL = 60.0
+MAX_READ = 4 * 1024 * 1024
+"""Bytes of one object the views read at most: anyone who can write to the bucket can
+write a 30 MB dead letter, and a page must stay a page. pail's own records are far
+smaller (a quarantined foreign object keeps 1 MB of it, a traceback 4,000 characters).
+An object over it is shown by its size, unread; actions still read it whole."""
 RUNNING_SHOWN = 20
 FAILURES_SHOWN = 10
 
@@ -73,7 +79,8 @@ class Dashboard:
         queue's own, from its layout marker (``pail.protocol.layout``), read once a
         ``QUEUES_TTL``."""
         self.meter = RequestMeter(clock=clock)
-        self.store = MeteredStore(store, self.meter)
+        self.store = MeteredStore(store, self.meter, max_read=MAX_READ)
+        self._actions_store = self.store.unbounded()
         self.reader = Reader(self.store)
         self.interval = interval
         self.max_pages = max_pages
@@ -84,6 +91,7 @@ class Dashboard:
         self._snapshots: dict[str, tuple[float, Snapshot]] = {}
         self._pauses: dict[str, tuple[float, PauseState | None]] = {}
         self._pails: dict[str, tuple[float, Pail]] = {}
+        self._action_pails: dict[str, tuple[float, Pail]] = {}
 
     @property
     def bucket(self) -> str:
@@ -95,12 +103,21 @@ class Dashboard:
         Kept ``QUEUES_TTL`` seconds, so its layout marker is read once that
         long (a queue that grew its shard count is seen within it).
         """
+        return self._kept_pail(self._pails, self.store, namespace)
+
+    def _action_pail(self, namespace: str) -> Pail:
+        """``pail(namespace)`` for actions: its reads are not bounded (a redrive copies it all)."""
+        return self._kept_pail(self._action_pails, self._actions_store, namespace)
+
+    def _kept_pail(
+        self, kept_pails: dict[str, tuple[float, Pail]], store: MeteredStore, namespace: str
+    ) -> Pail:
         with self._lock:
-            kept = self._pails.get(namespace)
+            kept = kept_pails.get(namespace)
             if kept is not None and self._fresh(kept[0], QUEUES_TTL):
                 return kept[1]
-            pail = Pail(self.store, queue=namespace, shards=self.shards)
-            self._pails[namespace] = (self._clock(), pail)
+            pail = Pail(store, queue=namespace, shards=self.shards)
+            kept_pails[namespace] = (self._clock(), pail)
             return pail
 
     def _fresh(self, taken: float, ttl: float) -> bool:
@@ -169,7 +186,16 @@ class Dashboard:
         )
 
     def letter(self, namespace: str, job_id: str) -> Letter | None:
-        return read_letter(self.store, self.pail(namespace).keys, job_id)
+        """The dead letter (1 GET); one over ``MAX_READ`` comes unread, its size said."""
+        try:
+            return read_letter(self.store, self.pail(namespace).keys, job_id)
+        except ObjectTooLargeError as exc:
+            unread = JobDetail(
+                unreadable=f"This record is {exc.size:,} bytes, more than the dashboard reads "
+                f"({exc.limit:,}): it was not read. Redrive and Delete still work; "
+                "read it with `aws s3 cp` if you must."
+            )
+            return Letter(job_id, exc.key, exc.etag, exc.last_modified, exc.size, unread, b"")
 
     def status(self, namespace: str, job_id: str) -> JobStatus | None:
         return self.pail(namespace).status(job_id)
@@ -193,28 +219,28 @@ class Dashboard:
 
     def pause(self, namespace: str, reason: str | None) -> bool:
         """Pause the queue (``Pail.pause``); False if it was paused already."""
-        changed = self.pail(namespace).pause(reason or "paused from the dashboard")
+        changed = self._action_pail(namespace).pause(reason or "paused from the dashboard")
         self.forget(namespace)
         return changed
 
     def resume(self, namespace: str) -> bool:
         """Resume the queue (``Pail.resume``); False if it was not paused."""
-        changed = self.pail(namespace).resume()
+        changed = self._action_pail(namespace).resume()
         self.forget(namespace)
         return changed
 
     def redrive(self, namespace: str, job_id: str) -> bool:
-        done = self.pail(namespace).redrive(job_id)
+        done = self._action_pail(namespace).redrive(job_id)
         self.forget(namespace)
         return bool(done)
 
     def redrive_all(self, namespace: str) -> list[str]:
-        done = self.pail(namespace).redrive(all=True)
+        done = self._action_pail(namespace).redrive(all=True)
         self.forget(namespace)
         return done
 
     def delete_letter(self, namespace: str, job_id: str, etag: str) -> bool:
-        deleted = self.pail(namespace).delete_dead_letter(job_id, etag=etag)
+        deleted = self._action_pail(namespace).delete_dead_letter(job_id, etag=etag)
         self.forget(namespace)
         return deleted
 

@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from pail.dashboard import views
 from pail.dashboard.access import Access
 from pail.dashboard.model import Dashboard
-from pail.errors import ConfigurationError, JobNotFoundError, PailError
+from pail.errors import ConfigurationError, JobNotFoundError, ObjectTooLargeError, PailError
 from pail.ids import validate_job_id
 from pail.keys import validate_namespace
 from pail.operate.objects import JobKind
@@ -87,6 +87,17 @@ def _job_id(text: str) -> str:
         return validate_job_id(unquote(text), stored=True)  # a quarantined '!x' letter too
     except ConfigurationError as exc:
         raise _NotFoundError(str(exc)) from None
+
+
+def _too_large_page(frame: views.Frame, job_id: str, exc: ObjectTooLargeError) -> str:
+    """The job page when the job's record is over ``model.MAX_READ``: its size, not its bytes."""
+    message = (
+        f"The record {exc.key} is {exc.size:,} bytes, more than the dashboard reads "
+        f"({exc.limit:,}): it was not read, so the job's state is not shown here."
+    )
+    return views.layout(
+        frame, f"Job {job_id}", f'<p class="warn" id="too-large">{escape(message)}</p>'
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -379,7 +390,11 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif (m := re.fullmatch(r"/job/([^/]+)", rest)) is not None:
             job_id = _job_id(m.group(1))
-            status = board.status(namespace, job_id)
+            try:
+                status = board.status(namespace, job_id)
+            except ObjectTooLargeError as exc:
+                self._html(200, _too_large_page(self._frame(session), job_id, exc))
+                return
             lease = (
                 board.lease(namespace, job_id)
                 if status is not None and status.state.value == "running"

@@ -54,8 +54,25 @@ NOTICES = {
 }
 
 
+MAX_SHOWN = 20_000
+"""Characters of one value a page shows at most (a message, a traceback, a payload, raw
+bytes): the bucket's writers choose them, and a page must stay a page."""
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text``, cut at ``limit`` characters with a note of how much was left out.
+
+    >>> clip("abcdef", 3)
+    'abc… (3 more characters not shown)'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters not shown)"
+
+
 def _e(value: Any) -> str:
-    return escape(str(value), quote=True)
+    # Every value a page shows goes through here: escaped, and never longer than MAX_SHOWN.
+    return escape(clip(str(value)), quote=True)
 
 
 def queue_slug(namespace: str) -> str:
@@ -431,7 +448,7 @@ def _json_block(value: Any) -> str:
         text = json.dumps(value, indent=2, ensure_ascii=False, default=repr)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    return _pre(text[:20_000])
+    return _pre(text)  # _e clips it
 
 
 def letter_page(frame: Frame, namespace: str, letter: Letter) -> str:

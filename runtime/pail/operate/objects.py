@@ -30,7 +30,7 @@ from pail.codec import (
     ErrorInfo,
     LeaseRecord,
 )
-from pail.errors import DecodeError
+from pail.errors import DecodeError, ObjectTooLargeError
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.protocol import delay
 from pail.store.base import ObjectInfo, Store
@@ -208,7 +208,12 @@ class Reader:
         cached = self._details.get((info.key, info.etag))
         if cached is not None:
             return cached
-        obj = self.store.get(info.key)
+        try:
+            obj = self.store.get(info.key)
+        except ObjectTooLargeError as exc:  # a store that bounds its reads (the dashboard's)
+            found = JobDetail(unreadable=f"{exc.size:,} bytes: too large to read here")
+            self._details.put((info.key, exc.etag), found)
+            return found
         if obj is None:
             return None
         job_id = job_id_of(keys, info.key) or info.key

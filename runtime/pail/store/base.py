@@ -124,6 +124,20 @@ class Store(Protocol):
         ...
 
 
+@runtime_checkable
+class BoundedGetter(Protocol):
+    """A store that can refuse to read a large body: the size comes with the GET's headers.
+
+    One request, as ``get``: the body of an object over ``max_bytes`` is not
+    read (the connection is dropped), and ``ObjectTooLargeError`` says its
+    size. The dashboard reads foreign objects this way.
+    """
+
+    def get_bounded(self, key: str, max_bytes: int) -> StoredObject | None:
+        """The object if it is at most ``max_bytes``; None if it does not exist."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class PrefixPage:
     """One page of a delimited listing: the "folders" directly under a prefix, and its loose keys."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pail.errors import ConditionFailedError
+from pail.errors import ConditionFailedError, ObjectTooLargeError
 from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
 
 
@@ -68,6 +68,21 @@ class MemoryStore:
             entry = self._objects.get(key)
         if entry is None:
             return None
+        return StoredObject(key, entry.body, entry.etag, entry.last_modified, dict(entry.metadata))
+
+    def get_bounded(self, key: str, max_bytes: int) -> StoredObject | None:
+        with self._lock:
+            entry = self._objects.get(key)
+        if entry is None:
+            return None
+        if len(entry.body) > max_bytes:
+            raise ObjectTooLargeError(
+                key,
+                size=len(entry.body),
+                etag=entry.etag,
+                last_modified=entry.last_modified,
+                limit=max_bytes,
+            )
         return StoredObject(key, entry.body, entry.etag, entry.last_modified, dict(entry.metadata))
 
     def head(self, key: str) -> ObjectInfo | None:

@@ -31,6 +31,7 @@ from pail.errors import (
     ConfigurationError,
     ConflictError,
     CredentialsNotFoundError,
+    ObjectTooLargeError,
     StorageError,
 )
 from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
@@ -169,6 +170,13 @@ class S3Store:
             raise StorageError(f"{where}: {exc}") from exc
 
     def get(self, key: str) -> StoredObject | None:
+        return self._get(key, None)
+
+    def get_bounded(self, key: str, max_bytes: int) -> StoredObject | None:
+        """``get``, but the body of an object over ``max_bytes`` is not read (``BoundedGetter``)."""
+        return self._get(key, max_bytes)
+
+    def _get(self, key: str, max_bytes: int | None) -> StoredObject | None:
         with self._translated(key):
             try:
                 response = self._client.get_object(Bucket=self._bucket, Key=key)
@@ -176,6 +184,17 @@ class S3Store:
                 if _code(exc) in _MISSING_KEY_CODES:
                     return None
                 raise
+            size = response.get("ContentLength", 0)
+            if max_bytes is not None and size > max_bytes:
+                # The headers say enough: drop the connection rather than read the body.
+                response["Body"].close()
+                raise ObjectTooLargeError(
+                    key,
+                    size=size,
+                    etag=response["ETag"],
+                    last_modified=response["LastModified"],
+                    limit=max_bytes,
+                )
             body = response["Body"].read()
             return StoredObject(
                 key=key,
