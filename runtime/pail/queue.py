@@ -432,7 +432,7 @@ class Pail:
         ``complete`` returns once the result is written and removes the lease
         in the background. ``work``, the runner and the worker Lambda call
         this before they return; after ``work_once`` or ``claim`` the next
-        call, this, or the interpreter's exit lets them land. One that never
+        call, this, or the interpreter's exit (waiting at most 3 s) lets them land. One that never
         lands costs nothing but time: the reaper removes a lease whose job has
         an outcome once the lease expires.
         """

@@ -22,17 +22,28 @@ the caller wait (nothing queues without bound). ``flush`` waits for what is
 still in flight: every entry point but ``work_once`` calls it before it
 returns (a Lambda freezes after it returns). ``Sequential`` runs everything
 in the caller, one request after another: the order pail had before.
+
+**At interpreter exit** the pools' threads are daemons, and an ``atexit``
+hook waits for what is still in flight at most ``FLUSH_TIMEOUT`` seconds in
+all (the bound every entry point's flush has): a ``work_once`` caller's last
+lease removal still lands, but one stuck on an endpoint that never answers
+no longer holds the process for botocore's whole timeouts (pail's client: 5
+tries of 20 s, each of the 3 background tries). What is abandoned there the
+reaper repairs, as for any lost background request.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_all
-from typing import Protocol
+from typing import Any, Protocol
 
 from pail.errors import PailError, StorageError
 
@@ -161,14 +172,52 @@ class _Pending[T]:
         return self._future.result()
 
 
+_Work = tuple[Future[Any], Callable[[], Any]] | None
+"""A call for a pool thread and the future of its answer; None tells the thread to end."""
+
+
+def _serve(work: queue.SimpleQueue[_Work]) -> None:
+    """A pool thread: run the calls it is given until told to end (the pool was collected)."""
+    while (item := work.get()) is not None:
+        future, call = item
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            result = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the future
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+        del item, future, call  # hold nothing of a finished call while waiting for the next
+
+
+def _end(work: queue.SimpleQueue[_Work], threads: int) -> None:
+    for _ in range(threads):
+        work.put(None)
+
+
+_live: weakref.WeakSet[Threads] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit(timeout: float = FLUSH_TIMEOUT) -> bool:
+    """Wait for every pool's requests in flight, ``timeout`` seconds in all; True if none is left."""
+    deadline = time.monotonic() + timeout
+    drained = True
+    for pool in list(_live):
+        drained = pool.flush(max(0.0, deadline - time.monotonic())) and drained
+    return drained
+
+
 class Threads:
     """``Overlap`` on a small thread pool of its own: one per worker thread.
 
     At most ``threads`` requests run in the pool at once; a call that would
-    exceed it waits for a slot. The pool's threads are made on first use and
-    are not daemons: at interpreter exit Python waits for the requests still
-    running (``concurrent.futures``), so a lease removal a ``work_once``
-    left in flight still lands.
+    exceed it waits for a slot. The pool's threads are daemons made on first
+    use; at interpreter exit, what is still running gets at most
+    ``FLUSH_TIMEOUT`` seconds to land (module docstring), so a lease removal
+    a ``work_once`` left in flight still lands, and a stuck one cannot hold
+    the exit. The threads end when the pool is collected.
 
     >>> overlap = Threads(2)
     >>> [answer.get() for answer in overlap.both(lambda: 1, lambda: 2)]
@@ -182,8 +231,11 @@ class Threads:
         self._sleep = sleep
         self._slots = threading.BoundedSemaphore(self._threads)
         self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
+        self._work: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+        self._started = 0
         self._running: set[Future[object]] = set()
+        weakref.finalize(self, _end, self._work, self._threads)
+        _live.add(self)
 
     def both[T, U](
         self, first: Callable[[], T], second: Callable[[], U]
@@ -206,7 +258,7 @@ class Threads:
         _, left = wait_all(running, timeout=timeout)
         if left:
             log.warning(
-                "%d background request(s) still in flight after %g s; the reaper repairs "
+                "%d background request(s) still in flight after %.1f s; the reaper repairs "
                 "what they would have done",
                 len(left),
                 timeout,
@@ -216,13 +268,19 @@ class Threads:
     def _submit[T](self, call: Callable[[], T]) -> Future[T]:
         self._slots.acquire()  # a full pool makes the caller wait: bounded in flight
         try:
+            future: Future[T] = Future()
             with self._lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        self._threads, thread_name_prefix="pail-overlap"
-                    )
-                future = self._pool.submit(call)
+                if self._started < min(self._threads, len(self._running) + 1):
+                    # One more thread while every one is busy: at most ``threads``, as the slots.
+                    self._started += 1
+                    threading.Thread(
+                        target=_serve,
+                        args=(self._work,),
+                        name=f"pail-overlap_{self._started - 1}",
+                        daemon=True,
+                    ).start()
                 self._running.add(future)  # type: ignore[arg-type]
+            self._work.put((future, call))
         except BaseException:
             self._slots.release()
             raise
