@@ -52,6 +52,8 @@ LAYOUT = "shards"
 """Under ``_pail/``: the queue's shard count, for processes not told it (``pail.protocol.layout``)."""
 INDEX = f"{SYSTEM}index/"
 """The search index of tagged jobs (``pail.protocol.index``): one empty object per tag of a job."""
+SCHEDULES = "schedules/"
+"""Under ``_pail/``: one definition per schedule, named by it (``pail.protocol.schedules``)."""
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -288,6 +290,18 @@ class Keys:
         'reports/_pail/shards'
         """
         return f"{self.root}{SYSTEM}{LAYOUT}"
+
+    def schedules(self) -> str:
+        """The prefix of the queue's schedule definitions (``pail.protocol.schedules``).
+
+        >>> Keys("reports").schedules(), Keys().schedules()
+        ('reports/_pail/schedules/', '_pail/schedules/')
+        """
+        return f"{self.root}{SYSTEM}{SCHEDULES}"
+
+    def schedule(self, name: str) -> str:
+        """The definition object of schedule ``name`` (validated by ``pail.protocol.schedules``)."""
+        return f"{self.schedules()}{name}"
 
     def entry_id(self, key: str, state: str) -> str | None:
         """The job id of ``key`` under ``state``'s prefix, or None if the key names no job.

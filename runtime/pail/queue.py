@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from pail.operate.queues import QueueList
     from pail.operate.search import SearchPage
     from pail.protocol.reaper import Reaper, ReapReport
+    from pail.protocol.schedules import ScheduleInfo
 
 log = logging.getLogger("pail")
 
@@ -651,11 +652,70 @@ class Pail:
         """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent."""
         if self._reaper is None:
             from pail.protocol.reaper import Reaper
+            from pail.protocol.schedules import Ticker
 
+            keys = self._write_keys()
             self._reaper = Reaper(
-                self._store, self._write_keys(), self._policy, stats=self.write_stats
+                self._store,
+                keys,
+                self._policy,
+                stats=self.write_stats,
+                ticker=Ticker(self._store, keys, stats=self.write_stats),
             )
         return self._reaper.reap()
+
+    # -- schedules (pail.protocol.schedules, docs/schedules.md) ---------------
+
+    def schedule(
+        self,
+        name: str,
+        payload: Any,
+        *,
+        cron: str | None = None,
+        every: float | timedelta | None = None,
+        timezone: str = "UTC",
+        catch_up: int = 1,
+    ) -> ScheduleInfo:
+        """Create or replace schedule ``name``: enqueue ``payload`` at each tick, one job per tick.
+
+        Give ``cron`` (5 fields or an alias such as ``@daily``, evaluated in
+        ``timezone``) or ``every`` (whole seconds or a ``timedelta``; ticks at
+        multiples of it since the epoch). Ticks are run by the reaper's pass
+        (the deployed reaper Lambda, ``pail reap --every``). After a gap, a
+        pass enqueues the latest ``catch_up`` missed ticks (default: only the
+        latest). Returns the schedule with its next due time.
+        """
+        from pail.protocol.schedules import definition, registry
+        from pail.protocol.schedules.timing import Timing
+
+        written = registry.put(
+            self._store,
+            self._keys,
+            definition.Schedule(
+                name=definition.validate_name(name),
+                payload=_checked_payload(payload),
+                timing=Timing.of(cron=cron, every=every, timezone=timezone),
+                created=self._clock.now(),
+                catch_up=definition.validate_catch_up(catch_up),
+            ),
+            stats=self.write_stats,
+        )
+        return registry.ScheduleInfo(written, written.timing.next_after(self._clock.now()))
+
+    def unschedule(self, name: str) -> bool:
+        """Remove schedule ``name``; False if there was none. Jobs it already enqueued stay."""
+        from pail.protocol.schedules import registry
+
+        return registry.remove(self._store, self._keys, name)
+
+    def schedules(self) -> list[ScheduleInfo]:
+        """Every schedule, by name, with its next due time and the id of the last job it enqueued.
+
+        One LIST and one GET per schedule; unreadable definitions are logged and left out.
+        """
+        from pail.protocol.schedules import registry
+
+        return registry.read_all(self._store, self._keys)[0]
 
     def dead_letters(self, limit: int | None = None) -> list[DeadLetter]:
         """The dead-lettered jobs, oldest first (in standard buckets), with their errors.
@@ -832,6 +892,13 @@ class Pail:
         if not outcome.done:
             log.info("job %s not redriven: %s", job_id, outcome.reason)
         return outcome.done
+
+
+def _checked_payload(payload: Any) -> Any:
+    from pail import jsonsafe
+
+    jsonsafe.check_value(payload, "payload")
+    return payload
 
 
 def _redrivable(job_id: str) -> bool:

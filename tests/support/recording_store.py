@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
 from pail.store.memory import MemoryStore
@@ -18,8 +19,11 @@ from pail.store.memory import MemoryStore
 class RecordingStore(MemoryStore):
     """A ``MemoryStore`` that records ``(operation, key)`` for every request."""
 
-    def __init__(self, bucket: str = "jobs") -> None:
-        super().__init__(bucket)
+    def __init__(self, bucket: str = "jobs", *, now: Callable[[], datetime] | None = None) -> None:
+        if now is None:
+            super().__init__(bucket)
+        else:
+            super().__init__(bucket, now=now)
         self._record_lock = threading.Lock()
         self.calls: list[tuple[str, str]] = []
 

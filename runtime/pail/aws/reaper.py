@@ -33,13 +33,15 @@ Each run:
    (``pail pause``) is never healed: before it would invoke, the reaper HEADs
    the pause marker (one request, only then).
 
-On an idle queue a run costs four LIST requests (one for the reap, three for
-the depth): about 173,000 a month at one run a minute, $0.86 at S3 Standard
-prices.
+On an idle queue a run costs five LIST requests (one for the reap, one for the
+schedules, three for the depth): about 216,000 a month at one run a minute,
+$1.08 at S3 Standard prices, however many schedules there are
+(``docs/schedules.md``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -210,6 +212,7 @@ class ReaperFunction:
                 "renewed": report.renewed,
                 "complete_pass": report.complete_pass,
             },
+            "schedules": None if report.schedules is None else dataclasses.asdict(report.schedules),
             "depth": depth.to_json(),
             "self_heal": {
                 "invoked": healed,

@@ -42,11 +42,12 @@ from pail.codec import (
     LeaseRecord,
     raw_text,
 )
-from pail.errors import ConditionFailedError, DecodeError, PayloadError, StorageError
+from pail.errors import ConditionFailedError, DecodeError, PailError, PayloadError, StorageError
 from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import redrive, transitions
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
+from pail.protocol.schedules.runner import Ticker, TickReport
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import ListPage, ObjectInfo, Store, StoredObject
@@ -93,6 +94,8 @@ class ReapReport:
     requeued_ids: list[str] = field(default_factory=list)
     dead_lettered_ids: list[str] = field(default_factory=list)
     quarantined_ids: list[str] = field(default_factory=list)
+    schedules: TickReport | None = None
+    """What the pass's run of the schedules did (``pail.protocol.schedules``); None if it had none."""
 
 
 class Reaper:
@@ -107,8 +110,10 @@ class Reaper:
         stats: WriteStats | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         max_pages: int = DEFAULT_MAX_PAGES,
+        ticker: Ticker | None = None,
     ) -> None:
         self._store = store
+        self._ticker = ticker
         self._keys = keys
         self._policy = policy
         self._stats = stats
@@ -119,7 +124,27 @@ class Reaper:
         """Where this reaper's next pass starts; None until read from the bucket (first pass)."""
 
     def reap(self) -> ReapReport:
-        """One pass: the first page of ``run/``, then up to ``max_pages`` pages of the walk.
+        """One pass: reclaim expired leases (``reclaim_leases``), then run the due schedule ticks.
+
+        The ticks run after the leases, and a storage error in them is
+        logged, never raised: the schedules never stop a reaper's pass.
+        """
+        report = self.reclaim_leases()
+        report.schedules = self.run_schedules()
+        return report
+
+    def run_schedules(self) -> TickReport | None:
+        """The pass's schedules step: every due tick enqueued once (``pail.protocol.schedules``)."""
+        if self._ticker is None:
+            return None
+        try:
+            return self._ticker.tick()
+        except PailError as exc:  # a storage error, or a reaper not allowed to list them
+            log.warning("reaper: the schedules could not be listed this pass: %s", exc)
+            return None
+
+    def reclaim_leases(self) -> ReapReport:
+        """The first page of ``run/``, then up to ``max_pages`` pages of the walk.
 
         A ``run/`` that fits in one page is covered whole, and the walk's
         position is never read or written. Otherwise the pass continues the

@@ -1,0 +1,177 @@
+"""Making, replacing, removing and listing schedules, and syncing the ones a deploy declares.
+
+``put`` creates or replaces a definition. A replacement keeps the history
+(``last_tick``, ``last_job``) and is written ``If-Match`` the record it read,
+so a scheduler's concurrent update is never lost silently: one of the two
+writes wins, and ``put`` retries on top of the winner. ``created`` is the
+server's time of the read (or the producer's clock for a new schedule): a
+replaced schedule's due ticks start after it.
+
+``sync`` makes the bucket hold exactly the schedules a deploy declares (the
+CDK app's ``PailQueue.add_schedule``, passed to the reaper function as
+configuration): it writes the declared ones that differ and removes the
+``deploy`` ones no longer declared. Schedules made at run time (``api``) are
+left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from pail.errors import ConfigurationError, DecodeError
+from pail.ids import new_token
+from pail.keys import Keys
+from pail.protocol.schedules.definition import (
+    SOURCE_DEPLOY,
+    Schedule,
+    validate_name,
+)
+from pail.protocol.writes import WriteStats, put_conditional
+from pail.store.base import Store, StoredObject
+from pail.store.listing import pages
+
+log = logging.getLogger("pail")
+
+ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """A schedule as ``Pail.schedules()`` lists it: its definition, its next tick, its last job."""
+
+    schedule: Schedule
+    next_due: datetime
+
+    @property
+    def name(self) -> str:
+        return self.schedule.name
+
+    @property
+    def last_job(self) -> str | None:
+        return self.schedule.last_job
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.schedule
+        return {
+            "name": s.name,
+            "cron": s.timing.cron,
+            "every": s.timing.every,
+            "timezone": s.timing.timezone,
+            "catch_up": s.catch_up,
+            "source": s.source,
+            "payload": s.payload,
+            "created": s.created.isoformat(),
+            "next_due": self.next_due.isoformat(),
+            "last_tick": None if s.last_tick is None else s.last_tick.isoformat(),
+            "last_job": s.last_job,
+        }
+
+
+def put(
+    store: Store,
+    keys: Keys,
+    schedule: Schedule,
+    *,
+    stats: WriteStats | None = None,
+) -> Schedule:
+    """Create ``schedule`` or replace the one of its name; return what was written."""
+    key = keys.schedule(validate_name(schedule.name))
+    for _ in range(ROUNDS):
+        current = store.get(key)
+        written = schedule
+        if current is not None:
+            old = _decoded(current)
+            if old is not None and old.same_definition(schedule):
+                return old  # unchanged: keep its creation time, so no tick is skipped
+            if old is not None:
+                written = replace(schedule, last_tick=old.last_tick, last_job=old.last_job)
+        token = new_token()
+        won = put_conditional(
+            store,
+            key,
+            written.encode(token),
+            token,
+            if_none_match=current is None,
+            if_match=None if current is None else current.etag,
+            stats=stats,
+            reason="schedule",
+        )
+        if won is not None:
+            return written
+    raise ConfigurationError(f"schedule {schedule.name!r} keeps changing under us; try again")
+
+
+def remove(store: Store, keys: Keys, name: str) -> bool:
+    """Remove schedule ``name``; False if there was none. Its jobs already enqueued stay."""
+    key = keys.schedule(validate_name(name))
+    if store.head(key) is None:
+        return False
+    store.delete(key)
+    return True
+
+
+def read_all(store: Store, keys: Keys) -> tuple[list[ScheduleInfo], datetime | None]:
+    """Every readable schedule with its next tick after the server's time, by name; and that time.
+
+    One LIST per 1,000 schedules and one GET per schedule. Unreadable
+    definitions are logged and left out.
+    """
+    prefix = keys.schedules()
+    found: list[ScheduleInfo] = []
+    now: datetime | None = None
+    for page in pages(store, prefix):
+        now = now or page.server_time
+        for item in page.items:
+            name = item.key[len(prefix) :]
+            if not name:
+                continue
+            obj = store.get(item.key)
+            schedule = None if obj is None else _decoded(obj)
+            if schedule is not None:
+                found.append(ScheduleInfo(schedule, schedule.timing.next_after(now)))
+    found.sort(key=lambda info: info.name)
+    return found, now
+
+
+def sync(
+    store: Store,
+    keys: Keys,
+    declared: Iterable[Schedule],
+    *,
+    stats: WriteStats | None = None,
+) -> tuple[list[str], list[str]]:
+    """Make the bucket hold the ``declared`` (deploy) schedules; return (written, removed) names.
+
+    A declared schedule identical to the stored one is not written (its
+    history and creation time stay); a stored ``deploy`` schedule that is no
+    longer declared is removed. ``api`` schedules are never touched, but a
+    declared one replaces an ``api`` one of the same name.
+    """
+    wanted = {s.name: replace(s, source=SOURCE_DEPLOY) for s in declared}
+    written: list[str] = []
+    removed: list[str] = []
+    existing, _ = read_all(store, keys)
+    stored = {info.name: info.schedule for info in existing}
+    for name, schedule in sorted(wanted.items()):
+        old = stored.get(name)
+        if old is None or not old.same_definition(schedule):
+            put(store, keys, schedule, stats=stats)
+            written.append(name)
+    for name, old in sorted(stored.items()):
+        if old.source == SOURCE_DEPLOY and name not in wanted:
+            store.delete(keys.schedule(name))
+            removed.append(name)
+    return written, removed
+
+
+def _decoded(obj: StoredObject) -> Schedule | None:
+    name = obj.key.rsplit("/", 1)[-1]
+    try:
+        return Schedule.decode(obj.body, name)
+    except DecodeError as exc:
+        log.warning("schedules: %s is unreadable: %s", obj.key, exc)
+        return None
