@@ -242,7 +242,7 @@ def test_given_missed_ticks_when_catch_up_n_then_the_latest_n_oldest_first() -> 
     pail.reap()
 
     assert report is not None and report.enqueued == 3
-    records = sorted(k for k in store._objects if k.startswith("keys/"))  # noqa: SLF001
+    records = store.list("keys/").items
     assert len(records) == 3
     assert len(_pending_payloads(pail)) == 3
 
