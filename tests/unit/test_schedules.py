@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -174,45 +175,47 @@ def test_given_two_schedulers_and_retries_when_same_tick_then_one_job() -> None:
     assert _pending_payloads(pail) == [{"h": 1}]
 
 
-def test_given_stale_definitions_when_two_schedulers_race_then_one_job_per_tick() -> None:
+def test_given_stale_definitions_when_two_schedulers_race_then_one_job_per_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pail, store, server = _queue()
     pail.schedule("hourly", {"h": 1}, cron="@hourly")
     first, second = Ticker(store, pail.keys), Ticker(store, pail.keys)
     first.tick(), second.tick()  # both know the definition; nothing is due
     server.advance(3600)
     original = Ticker._run
+    raced: list[bool] = []
 
-    def before_the_other_writes(self: Ticker, *args: object) -> None:
-        if self is first:  # second runs the whole tick while first has listed but not enqueued
-            Ticker._run = original  # type: ignore[method-assign]
+    def before_the_other_writes(self: Ticker, *args: Any) -> None:
+        if self is first and not raced:  # second runs the whole tick after first listed
+            raced.append(True)
             second.tick()
-        original(self, *args)  # type: ignore[arg-type]
+        original(self, *args)
 
-    Ticker._run = before_the_other_writes  # type: ignore[method-assign]
-    try:
-        report = first.tick()
-    finally:
-        Ticker._run = original  # type: ignore[method-assign]
+    monkeypatch.setattr(Ticker, "_run", before_the_other_writes)
+    report = first.tick()
 
-    assert report.existing == 1 and report.enqueued == 0
+    assert raced and report.existing == 1 and report.enqueued == 0
     assert _pending_payloads(pail) == [{"h": 1}]
 
 
-def test_given_crash_between_key_record_and_job_when_next_pass_then_the_tick_job_exists() -> None:
+def test_given_crash_between_key_record_and_job_when_next_pass_then_the_tick_job_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pail, store, server = _queue()
     pail.schedule("hourly", {"h": 1}, cron="@hourly")
     server.advance(3600)
     put = store.put
 
-    def crash_on_the_entry(key: str, body: bytes, **kwargs: object) -> object:
+    def crash_on_the_entry(key: str, body: bytes, **kwargs: Any) -> Any:
         if key.startswith("queue/"):
             raise RuntimeError("crashed before the job's entry")
-        return put(key, body, **kwargs)  # type: ignore[arg-type]
+        return put(key, body, **kwargs)
 
-    store.put = crash_on_the_entry  # type: ignore[method-assign]
-    with pytest.raises(RuntimeError):
-        Ticker(store, pail.keys).tick()
-    del store.put
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "put", crash_on_the_entry)
+        with pytest.raises(RuntimeError):
+            Ticker(store, pail.keys).tick()
 
     report = Ticker(store, pail.keys).tick()
 
