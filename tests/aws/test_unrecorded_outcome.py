@@ -21,7 +21,7 @@ from pail import JobState, Pail
 from pail.aws.lambda_worker import lambda_worker
 from pail.errors import StorageError
 from pail.local import LocalS3
-from tests.support.command import pail_script, process_env, start
+from tests.support.command import Spawn, pail_script, process_env
 from tests.support.lambdas import FakeContext, LogCapture, emf_records, metric_values
 from tests.support.scripted_proxy import Action, ScriptedProxy, connect_through, forward_all
 from tests.support.waiting import wait_until
@@ -39,11 +39,12 @@ def test_given_s3_unreachable_when_work_once_records_the_result_then_it_exits_1_
     connect: Callable[..., Pail],
     proxy: ScriptedProxy,
     tmp_path: Path,
+    spawn: Spawn,
 ) -> None:
     queue = connect()
     started, go = tmp_path / "started", tmp_path / "go"
     job_id = queue.enqueue({"started": str(started), "go": str(go), "wait": TIMEOUT})
-    process = start(
+    process = spawn(
         [
             pail_script(),
             "work-once",

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from pail import JobState, Pail
-from pail.local import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
+from pail.local import ACCESS_KEY, SECRET_KEY, LocalS3
 from tests.cli.handlers import explode
 from tests.servers import make_s3_client
 from tests.support.command import Invoke, LineReader, pail_script, process_env, start, stop
@@ -127,12 +127,12 @@ def test_given_queues_and_hostile_objects_when_queues_json_then_each_queue_with_
 
 
 def test_given_server_with_bucket_when_started_then_a_newcomer_can_enqueue_at_once() -> None:
-    port = free_port()
     env = process_env({"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY})
-    process = start([pail_script(), "server", "--port", str(port), "--bucket", "jobs"], env)
+    process = start([pail_script(), "server", "--port", "0", "--bucket", "jobs"], env)
     try:
-        LineReader(process.stdout).wait_for("created bucket s3://jobs")  # type: ignore[arg-type]
-        endpoint = f"http://127.0.0.1:{port}"
+        stdout = LineReader(process.stdout)  # type: ignore[arg-type]
+        endpoint = stdout.wait_for("listening on").split()[-1]  # the port the server bound
+        stdout.wait_for("created bucket s3://jobs")
         client = make_s3_client(local_kwargs(endpoint))
         assert [b["Name"] for b in client.list_buckets()["Buckets"]] == ["jobs"]
     finally:

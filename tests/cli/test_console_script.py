@@ -13,9 +13,9 @@ import boto3
 import pytest
 
 from pail import JobState, Pail
-from pail.local import LocalS3, free_port
+from pail.local import LocalS3
 from tests.cli.handlers import double
-from tests.support.command import LineReader, pail_script, process_env, start, stop
+from tests.support.command import LineReader, Spawn, pail_script, process_env, start, stop
 
 
 @pytest.fixture
@@ -69,11 +69,11 @@ def test_given_debug_when_a_command_fails_then_the_traceback_is_shown(
 
 
 def test_given_result_wait_when_a_worker_finishes_the_job_then_it_prints_the_result(
-    env: dict[str, str], connect: Callable[..., Pail], bucket: str
+    env: dict[str, str], connect: Callable[..., Pail], bucket: str, spawn: Spawn
 ) -> None:
     pail = connect()
     job_id = pail.enqueue({"n": 21})
-    process = start([pail_script(), "result", bucket, job_id, "--wait", "--timeout", "60"], env)
+    process = spawn([pail_script(), "result", bucket, job_id, "--wait", "--timeout", "60"], env)
     stderr = LineReader(process.stderr)  # type: ignore[arg-type]
 
     stderr.wait_for(f"waiting for job {job_id}")
@@ -85,12 +85,12 @@ def test_given_result_wait_when_a_worker_finishes_the_job_then_it_prints_the_res
 
 
 def test_given_sigterm_during_a_job_when_work_then_the_job_finishes_and_exit_0(
-    env: dict[str, str], connect: Callable[..., Pail], bucket: str, tmp_path: Path
+    env: dict[str, str], connect: Callable[..., Pail], bucket: str, tmp_path: Path, spawn: Spawn
 ) -> None:
     pail = connect()
     marker = tmp_path / "go"
     job_id = pail.enqueue({"path": str(marker)})
-    process = start(
+    process = spawn(
         [pail_script(), "work", bucket, "--handler", "tests.cli.handlers:wait_for_file"], env
     )
     stderr = LineReader(process.stderr)  # type: ignore[arg-type]
@@ -120,11 +120,14 @@ def test_given_work_once_on_empty_queue_when_run_then_exit_0_with_summary(
 def test_given_server_command_when_started_then_it_serves_s3_until_terminated(
     env: dict[str, str],
 ) -> None:
-    port = free_port()
-    process = start([pail_script(), "server", "--port", str(port)], env)
+    process = start([pail_script(), "server", "--port", "0"], env)
     try:
-        LineReader(process.stdout).wait_for("listening on")  # type: ignore[arg-type]
-        endpoint = f"http://127.0.0.1:{port}"
+        stdout = LineReader(process.stdout)  # type: ignore[arg-type]
+        endpoint = stdout.wait_for("listening on").split()[-1]  # the port the server bound
+        port = int(endpoint.rsplit(":", 1)[1])
+        assert port != 0
+        stderr = LineReader(process.stderr)  # type: ignore[arg-type]
+        assert stderr.wait_for("PAIL_ENDPOINT_URL=").split("=", 1)[1].strip() == endpoint
         boto3.client(
             "s3",
             endpoint_url=endpoint,

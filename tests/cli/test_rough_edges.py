@@ -29,7 +29,7 @@ from pail.drain import JobReport, Outcome
 from pail.errors import ConfigurationError
 from pail.local import LocalS3
 from pail.output import Column, Output
-from tests.support.command import Invoke, LineReader, pail_script, process_env, start
+from tests.support.command import Invoke, LineReader, Spawn, pail_script, process_env
 
 ID = "01JD8X3W5K9T2B7Q4R6M0N1P2S"
 
@@ -126,10 +126,10 @@ def test_given_cancelled_job_when_result_wait_then_exit_6_at_once(
 
 
 def test_given_result_wait_when_the_job_is_cancelled_meanwhile_then_it_stops_waiting_with_6(
-    env: dict[str, str], pail: Pail, bucket: str
+    env: dict[str, str], pail: Pail, bucket: str, spawn: Spawn
 ) -> None:
     job_id = pail.enqueue({"n": 1})
-    process = start([pail_script(), "result", bucket, job_id, "--wait", "--timeout", "60"], env)
+    process = spawn([pail_script(), "result", bucket, job_id, "--wait", "--timeout", "60"], env)
     stderr = LineReader(process.stderr)  # type: ignore[arg-type]
 
     stderr.wait_for(f"waiting for job {job_id}")
@@ -271,9 +271,9 @@ def test_given_storage_unreachable_when_stats_then_one_error_line_with_the_debug
     [(["stats", "--watch", "--interval", "0.2"], "pending="), (["reap", "--every", "0.2"], "")],
 )
 def test_given_a_watch_when_ctrl_c_then_exit_130(
-    env: dict[str, str], bucket: str, args: list[str], first_line: str
+    env: dict[str, str], bucket: str, args: list[str], first_line: str, spawn: Spawn
 ) -> None:
-    process = start([pail_script(), args[0], bucket, *args[1:]], env)
+    process = spawn([pail_script(), args[0], bucket, *args[1:]], env)
     stdout = LineReader(process.stdout)  # type: ignore[arg-type]
 
     stdout.wait_for(first_line or "leases scanned")
@@ -288,10 +288,10 @@ def test_given_a_watch_when_ctrl_c_then_exit_130(
 
 
 def test_given_work_when_started_then_a_start_line_idle_lines_and_no_botocore_line(
-    env: dict[str, str], pail: Pail, bucket: str
+    env: dict[str, str], pail: Pail, bucket: str, spawn: Spawn
 ) -> None:
     job_id = pail.enqueue({"n": 4})
-    process = start(
+    process = spawn(
         [
             pail_script(),
             "work",
@@ -454,10 +454,10 @@ def test_given_running_job_when_status_then_holder_and_last_renewal_are_shown(
 
 
 def test_given_url_page_when_run_then_it_serves_the_jobs_status_page_until_ctrl_c(
-    env: dict[str, str], pail: Pail, bucket: str
+    env: dict[str, str], pail: Pail, bucket: str, spawn: Spawn
 ) -> None:
     job_id = pail.enqueue({"n": 1})
-    process = start([pail_script(), "url", bucket, job_id, "--page"], env)
+    process = spawn([pail_script(), "url", bucket, job_id, "--page"], env)
     link = LineReader(process.stdout).wait_for("http://127.0.0.1:")  # type: ignore[arg-type]
 
     with urllib.request.urlopen(link.strip(), timeout=30) as page:

@@ -171,21 +171,24 @@ def test_given_demo_running_when_interrupted_then_it_stops_everything_it_started
         demo_env(),
         start_new_session=True,
     )
-    stdout = LineReader(process.stdout)  # type: ignore[arg-type]
-    port = int(
-        stdout.wait_for("server up at http://127.0.0.1:", timeout=60).split(":")[2].split(",")[0]
-    )
-    stdout.wait_for("enqueued 60 jobs", timeout=60)
-
-    if how.startswith("ctrl-c"):
-        os.killpg(process.pid, signal.SIGINT)  # what a terminal sends: the whole group
-    else:
-        process.send_signal(signal.SIGTERM)  # `kill PID`: the demo alone
     try:
+        stdout = LineReader(process.stdout)  # type: ignore[arg-type]
+        port = int(
+            stdout.wait_for("server up at http://127.0.0.1:", timeout=60)
+            .split(":")[2]
+            .split(",")[0]
+        )
+        stdout.wait_for("enqueued 60 jobs", timeout=60)
+
+        if how.startswith("ctrl-c"):
+            os.killpg(process.pid, signal.SIGINT)  # what a terminal sends: the whole group
+        else:
+            process.send_signal(signal.SIGTERM)  # `kill PID`: the demo alone
         process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        raise
+    finally:
+        if process.poll() is None:  # failed half-way: nothing of the demo outlives the test
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
 
     assert process.returncode == 130
     assert process.stderr is not None and "interrupted" in process.stderr.read()

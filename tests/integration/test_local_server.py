@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
+
+from pail.local import LOOPBACK, LocalS3
+from tests.support.waiting import wait_until
 
 
 @pytest.mark.slow
@@ -27,13 +32,16 @@ def test_given_parent_killed_when_server_runs_then_server_exits_too() -> None:
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert parent.stdout is not None
-    port, child = (int(x) for x in parent.stdout.readline().split())
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}") as response:
-        assert response.status == 200
-
-    parent.send_signal(signal.SIGKILL)
-    parent.wait()
+    try:
+        assert parent.stdout is not None
+        port, child = (int(x) for x in parent.stdout.readline().split())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}") as response:
+            assert response.status == 200
+    finally:
+        parent.send_signal(signal.SIGKILL)  # also when the test failed half-way
+        parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
 
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -45,3 +53,40 @@ def test_given_parent_killed_when_server_runs_then_server_exits_too() -> None:
         time.sleep(0.1)
     os.kill(child, signal.SIGKILL)
     raise AssertionError("the local S3 server outlived its parent")
+
+
+def test_given_a_port_taken_after_construction_when_started_then_the_server_binds_its_own() -> None:
+    server = LocalS3()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        # Before the child bound port 0 itself, LocalS3() picked a free port here
+        # and the child bound it later: a port another process could take meanwhile.
+        squatter.bind((LOOPBACK, server.port))
+        squatter.listen()
+
+        with server:
+            assert server.port not in (0, squatter.getsockname()[1])
+            with urllib.request.urlopen(server.endpoint_url, timeout=10) as response:
+                assert response.status == 200
+
+
+def test_given_port_0_when_the_module_runs_then_it_writes_the_port_it_bound(tmp_path: Path) -> None:
+    port_file = tmp_path / "port"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pail.local", "--port", "0", "--port-file", str(port_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        listening = child.stdout.readline()  # printed once bound, just before the file is written
+        assert listening.startswith("pail local S3 server listening on http://127.0.0.1:")
+        wait_until(port_file.exists, 30)
+        port = int(port_file.read_text())
+        assert listening.strip().endswith(f":{port}")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()

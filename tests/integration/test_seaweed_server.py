@@ -7,10 +7,12 @@ runs its own instance to see the whole life cycle, including the stop.
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
 from pail.store.s3 import S3Store
+from tests import servers
 from tests.servers import SeaweedS3, find_weed
 
 pytestmark = [
@@ -42,3 +44,30 @@ def test_given_seaweed_server_when_started_and_stopped_then_serves_s3_and_cleans
     assert not [path for path in sockets if path.exists()]
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # signal 0 only asks whether the process still exists
+
+
+def test_given_a_port_taken_after_it_was_picked_when_started_then_weed_starts_on_new_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    squatters: list[socket.socket] = []
+    picked = servers._free_ports
+
+    def first_s3_port_taken(count: int) -> list[int]:
+        ports = picked(count)
+        if not squatters:  # the first set only: another process binds the S3 port meanwhile
+            squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            squatter.bind(("127.0.0.1", ports[6]))  # _command's order: ..., s3, s3_grpc, webdav
+            squatter.listen()
+            squatters.append(squatter)
+        return ports
+
+    monkeypatch.setattr(servers, "_free_ports", first_s3_port_taken)
+    server = SeaweedS3()
+    try:
+        with server:
+            assert server.port_attempts == 2
+            assert server.port != squatters[0].getsockname()[1]
+            server.client().create_bucket(Bucket="second-ports")
+    finally:
+        for squatter in squatters:
+            squatter.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +22,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 Invoke = Callable[..., Result]
 """``invoke(*args, input=None, env=None)``: run ``pail ARGS...`` in-process (the ``invoke`` fixture)."""
+
+
+def restore_default_sigint() -> bool:
+    """Give this process Python's default SIGINT handling if it inherited an ignored SIGINT.
+
+    A non-interactive shell starts a background job (``nohup scripts/test &``,
+    some CI runners) with SIGINT ignored, and an ignored signal stays ignored
+    across ``exec``: every process a test started then ignored the Ctrl-C the
+    test sent it (three CLI tests failed, and left their child running). A
+    handled signal is reset to the default at ``exec``, so once this process
+    handles SIGINT every child starts with the default, whichever way it is
+    spawned (``start``, ``subprocess.run``, ``LocalS3``). Returns True if it
+    changed anything. Called at the start of every test process (conftest).
+    """
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return False
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return True
 
 
 def pail_script() -> str:
@@ -92,6 +111,10 @@ def start(args: list[str], env: Mapping[str, str], **options: object) -> subproc
         text=True,
         **options,
     )
+
+
+Spawn = Callable[..., subprocess.Popen[str]]
+"""``spawn(args, env, **options)``: ``start`` a process that the test's teardown ends (the ``spawn`` fixture)."""
 
 
 def stop(process: subprocess.Popen[str], timeout: float = 30.0) -> None:

@@ -52,7 +52,11 @@ def _check_free(host: str, port: int) -> None:
 @click.command()
 @click.option("--host", default=LOOPBACK, show_default=True, help="Address to listen on.")
 @click.option(
-    "--port", type=click.IntRange(0, 65535), default=9000, show_default=True, help="Port."
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=9000,
+    show_default=True,
+    help="Port; 0 takes any free one (the line it prints names it).",
 )
 @click.option(
     "--bucket",
@@ -81,14 +85,16 @@ def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -
         validate_bucket_name(bucket)
     out = options(ctx).output()
     _check_free(host, port)
-    endpoint = f"http://{host}:{port}"
-    out.note("point pail and the AWS SDK at it with:")
-    for line in local_env_lines(endpoint):
-        out.note(f"  {line}")
-    if len(buckets) == 1:
-        out.note(f"  export PAIL_BUCKET={buckets[0]}")
+
+    def listening(endpoint: str) -> None:
+        out.note("point pail and the AWS SDK at it with:")
+        for line in local_env_lines(endpoint):
+            out.note(f"  {line}")
+        if len(buckets) == 1:
+            out.note(f"  export PAIL_BUCKET={buckets[0]}")
+
     try:
-        serve(host, port, buckets=buckets)
+        serve(host, port, buckets=buckets, on_listening=listening)
     except OSError as exc:
         raise CommandError(f"cannot listen on {host}:{port}: {exc}") from exc
     except ImportError as exc:
