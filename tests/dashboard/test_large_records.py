@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from pail import JobState, MemoryStore, Pail
+from pail.codec import MESSAGE_LIMIT
 from pail.dashboard import Dashboard, DashboardServer
 from pail.dashboard.meter import MeteredStore, RequestMeter
 from pail.dashboard.model import MAX_READ
@@ -174,3 +175,31 @@ def test_given_a_store_without_bounded_gets_when_read_with_a_cap_then_a_head_com
     assert small is not None and small.body == b"x" * 10
     assert refused.value.size == 11 and store.get("missing") is None
     assert dict(meter.last_minute()) == {"HEAD": 3, "GET": 1}
+
+
+def test_given_big_pending_jobs_when_read_then_the_dashboard_keeps_no_payload_and_a_short_error() -> (
+    None
+):
+    # 40 pending jobs of 3 MB each grew the dashboard by 132 MB (kept in its read cache); now 0.
+    store = MemoryStore("jobs")
+    pail = Pail(store, max_retries=3)
+    job_id = pail.enqueue({"blob": "P" * 100_000})
+
+    def fail(payload: Any) -> None:
+        raise RuntimeError("boom")
+
+    assert pail.work_once(fail)  # pending again, with its last error
+    key = pail.keys.queue(job_id)
+    envelope = json.loads(store.get(key).body)  # type: ignore[union-attr]
+    envelope["last_error"]["message"] = "<" * 100_000  # a foreign writer's
+    store.put(key, json.dumps(envelope).encode())
+    board = Dashboard(store)
+    info = store.head(key)
+    assert info is not None
+
+    detail = board.reader.detail(pail.keys, info, "queue/")
+    again = board.reader.detail(pail.keys, info, "queue/")
+
+    assert detail is not None and again is detail  # cached
+    assert detail.payload is None  # no list shows it; the letter and job pages read their own
+    assert detail.error is not None and len(detail.error.message) == MESSAGE_LIMIT

@@ -81,7 +81,7 @@ class Dashboard:
         self.meter = RequestMeter(clock=clock)
         self.store = MeteredStore(store, self.meter, max_read=MAX_READ)
         self._actions_store = self.store.unbounded()
-        self.reader = Reader(self.store)
+        self.reader = Reader(self.store, keep_payloads=False)  # lists never show one
         self.interval = interval
         self.max_pages = max_pages
         self.page_size = page_size

@@ -15,16 +15,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pail.codec import (
+    MESSAGE_LIMIT,
     META_OUTCOME,
     OUTCOME_CANCELLED,
     OUTCOME_DEAD,
     OUTCOME_SUCCEEDED,
+    TRACEBACK_LIMIT,
     DeadLetter,
     Envelope,
     ErrorInfo,
@@ -190,6 +192,24 @@ class _Lru[K, V]:
                 self._items.popitem(last=False)
 
 
+def _cut(text: str | None) -> str | None:
+    return text[:MESSAGE_LIMIT] if isinstance(text, str) else text
+
+
+def _slim_progress(progress: Any) -> Any:
+    """What views show of a progress value (numbers, ``done``/``total``/``message``), bounded."""
+    if progress is None or isinstance(progress, bool | int | float):
+        return progress
+    if isinstance(progress, dict):
+        kept = {
+            k: progress[k] for k in ("done", "total") if isinstance(progress.get(k), int | float)
+        }
+        if isinstance(progress.get("message"), str):
+            kept["message"] = progress["message"][:MESSAGE_LIMIT]
+        return kept
+    return str(progress)[:MESSAGE_LIMIT]
+
+
 class Reader:
     """Reads bodies and outcomes for operator views, caching by (key, ETag).
 
@@ -198,10 +218,37 @@ class Reader:
     results and waiting entries are read once for the life of the reader.
     """
 
-    def __init__(self, store: Store, *, cache_size: int = 20_000) -> None:
+    def __init__(
+        self, store: Store, *, cache_size: int = 20_000, keep_payloads: bool = True
+    ) -> None:
         self.store = store
+        self.keep_payloads = keep_payloads
+        """False: details come without their payload, and with an error cut to
+        ``MESSAGE_LIMIT``/``TRACEBACK_LIMIT`` (what pail writes), so that the cache's
+        memory is bounded by its size, not by what a bucket writer chose (the dashboard)."""
         self._details: _Lru[tuple[str, str], JobDetail] = _Lru(cache_size)
         self._outcomes: _Lru[tuple[str, str], str] = _Lru(cache_size)
+
+    def _slim(self, detail: JobDetail) -> JobDetail:
+        if self.keep_payloads:
+            return detail
+        error = detail.error
+        if error is not None:
+            error = replace(
+                error,
+                type=error.type[:MESSAGE_LIMIT],
+                message=error.message[:MESSAGE_LIMIT],
+                traceback=error.traceback[:TRACEBACK_LIMIT],
+            )
+        return replace(
+            detail,
+            payload=None,
+            error=error,
+            holder=_cut(detail.holder),
+            lease_state=_cut(detail.lease_state),
+            progress=_slim_progress(detail.progress),
+            raw=_cut(detail.raw),
+        )
 
     def detail(self, keys: Keys, info: ObjectInfo, prefix: str) -> JobDetail | None:
         """The decoded body of ``info`` (one GET unless cached); None if it is gone."""
@@ -217,7 +264,7 @@ class Reader:
         if obj is None:
             return None
         job_id = job_id_of(keys, info.key) or info.key
-        found = decode_detail(prefix, obj.body, job_id)
+        found = self._slim(decode_detail(prefix, obj.body, job_id))
         self._details.put((info.key, obj.etag), found)
         return found
 
