@@ -36,9 +36,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from pail import queue as pail_queue
 from pail.errors import JobNotFoundError, PailError, StorageError
 from pail.keys import Keys
-from pail.protocol import delay
+from pail.protocol import dedup, delay
 from pail.protocol.lease import Lease
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
@@ -222,10 +223,15 @@ def _retrying(world: World, call: Callable[[], str]) -> str:
 FEATURES = Model("features", Rules.PAIL, producer, actors.worker, actors.reaper)
 
 
-def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
-    """One run of the features model; the same seed replays the same run."""
-    config = SimConfig.for_seed(seed, chaos=chaos)
+def run_feature_seed(seed: int, *, chaos: bool = True, config: SimConfig | None = None) -> Outcome:
+    """One run of the features model; the same seed replays the same run.
+
+    ``config`` replaces the seed's drawn shape (``coverage.py`` aims its faults so).
+    """
+    if config is None:
+        config = SimConfig.for_seed(seed, chaos=chaos)
     world = World(config, FEATURES)
+    world.replay_flags = " --features" + ("" if chaos else " --calm")
     world.ledger = FeatureLedger(world)
     if seed % 2:  # half the runs retry with a backoff, which the reaper finishes
         vt = config.visibility_timeout
@@ -239,8 +245,12 @@ def run_feature_seed(seed: int, *, chaos: bool = True) -> Outcome:
         world.counts["progress"] += 1
         real_renew(lease, **changes)
 
+    # Keyed enqueues draw ids where ``Pail.enqueue`` does, which the harness makes replayable.
+    real_dedup_id = getattr(dedup, "new_job_id")  # noqa: B009 - not re-exported
+    setattr(dedup, "new_job_id", lambda: getattr(pail_queue, "new_job_id")())  # noqa: B009, B010
     setattr(Lease, "renew", renew_with_progress)  # noqa: B010
     try:
         return world.run()
     finally:
         setattr(Lease, "renew", real_renew)  # noqa: B010
+        setattr(dedup, "new_job_id", real_dedup_id)  # noqa: B010

@@ -92,6 +92,35 @@ AIM_MAX_REQUEST = 9
 a claim, a settle, a reaper's fence-and-requeue, a cancel or a redrive is among them."""
 
 
+def triples() -> set[tuple[str, int, str]]:
+    """Every (phase, request, action) an aimed fault can be drawn for: the coverage to strike."""
+    return {
+        (phase, request, str(action))
+        for phase in PHASES
+        for request in range(1, AIM_MAX_REQUEST + 1)
+        for action in AimAction
+    }
+
+
+STRUCK = "struck"
+"""The prefix of the counts of aimed faults that struck: ``struck phase request action``."""
+
+
+def struck_key(phase: str, request: int, action: str) -> str:
+    """The count of the aimed ``action`` striking before request ``request`` of ``phase``."""
+    return f"{STRUCK} {phase} {request} {action}"
+
+
+def struck(counts: Counter[str]) -> set[tuple[str, int, str]]:
+    """The (phase, request, action) triples that struck at least once in ``counts``."""
+    found = set()
+    for name, times in counts.items():
+        if times and name.startswith(f"{STRUCK} "):
+            _, phase, request, action = name.split(" ")
+            found.add((phase, int(request), action))
+    return found
+
+
 class AimAction(StrEnum):
     """What an aimed fault does to the process, just before it sends the request."""
 
@@ -243,6 +272,14 @@ class Outcome:
     sim_time: float
     steps: int
     trace: list[str] = field(default_factory=list)
+    replay_flags: str = ""
+    """What ``scripts/simulate --seed S`` needs besides the seed to replay this run."""
+
+    @property
+    def replay(self) -> str:
+        """The command that replays this run, with its trace."""
+        model = "" if self.model in ("pail", "features") else f" --model {self.model}"
+        return f"scripts/simulate --seed {self.seed}{model}{self.replay_flags}"
 
     @property
     def failed(self) -> bool:
@@ -256,8 +293,7 @@ class Outcome:
         lines = [
             f"seed {self.seed} ({self.model}): {len(self.violations)} violation(s), "
             f"t={self.sim_time:.1f} s simulated, {self.steps} steps",
-            f"replay: scripts/simulate --seed {self.seed}"
-            + ("" if self.model == "pail" else f" --model {self.model}"),
+            f"replay: {self.replay}",
             "config: " + ", ".join(f"{k}={v}" for k, v in asdict(self.config).items()),
             *(f"  {v}" for v in self.violations[:10]),
             "trace (events of the jobs involved, and every crash and stall):",
@@ -281,6 +317,8 @@ class World:
         self.extras = list(extras)
         """Foreign writers and readers of the run (``tests/simulation/hostile.py``)."""
         self.full_trace = full_trace
+        self.replay_flags = ""
+        """The flags that rebuild this run from its seed (``Outcome.replay_flags``)."""
         self.model = model
         self.rng = random.Random(config.seed)
         self.scheduler = Scheduler()
@@ -373,7 +411,7 @@ class World:
         aims = (self.config.aim, *self.config.more_aims)
         for index, aim in enumerate(aims):
             if aim is not None and self._aimed(aim, index, phase, op, key):
-                self._strike(aim, actor, op, key)
+                self._strike(aim, actor, op, key, int(phase[1]))
                 return
 
     def _aimed(self, aim: Aim, index: int, phase: list[str | int], op: str, key: str) -> bool:
@@ -386,8 +424,9 @@ class World:
         self._aim_hits[index] += 1
         return True
 
-    def _strike(self, aim: Aim, actor: Actor, op: str, key: str) -> None:
+    def _strike(self, aim: Aim, actor: Actor, op: str, key: str, request: int) -> None:
         self.counts[f"aimed_{aim.action}"] += 1
+        self.counts[struck_key(aim.phase, request, aim.action)] += 1
         if actor.name.endswith(OVERLAPPED):
             self.counts[f"aimed_overlapped_{aim.action}"] += 1
         self.ledger.note(f"aimed fault: {aim.action} before {op} {key} ({aim})")
@@ -416,6 +455,11 @@ class World:
                 self._phases.pop(actor, None)
             else:
                 self._phases[actor] = outer
+
+    def phase_of(self, actor: Actor) -> str | None:
+        """The transition ``actor``'s requests count in now, if any."""
+        phase = self._phases.get(actor)
+        return None if phase is None else str(phase[0])
 
     def share_phase(self, parent: Actor, child: Actor) -> None:
         """``child`` (an overlapped request of ``parent``) counts its requests in ``parent``'s phase."""
@@ -595,6 +639,7 @@ class World:
         return Outcome(
             seed=config.seed,
             model=self.model.name,
+            replay_flags=self.replay_flags,
             config=config,
             violations=list(violations),
             counts=counts,
@@ -654,4 +699,7 @@ def run_seed(
     config = SimConfig.for_seed(seed, chaos=chaos)
     if sharded:
         config = sharded_config(config)
-    return World(config, model, full_trace=full_trace, extras=extras).run()
+    world = World(config, model, full_trace=full_trace, extras=extras)
+    flags = {"--calm": not chaos, "--hostile": hostile, "--sharded": sharded, "--pausing": pausing}
+    world.replay_flags = "".join(f" {flag}" for flag, on in flags.items() if on)
+    return world.run()

@@ -125,7 +125,8 @@ class SimStore:
         self._rng = rng
         self._observer = observer
         self._resolution = clock_resolution
-        self._script = script
+        self.script = script
+        """Forces faults on chosen tries (set after construction by a harness that aims them)."""
         self._inner = MemoryStore(
             bucket, now=self.server_now, ordered_listing=ordered_listing, seed=rng.getrandbits(32)
         )
@@ -277,8 +278,8 @@ class SimStore:
             self._observer.before_request(actor, op, key)
             self._travel(actor)
             fault = self._draw(mutates, conditional)
-            if self._script is not None:
-                fault = self._script(actor, op, key, attempt) or fault
+            if self.script is not None:
+                fault = self.script(actor, op, key, attempt) or fault
             if fault in (Fault.TRANSIENT, Fault.CONFLICT):
                 self._observer.request(actor, op, key, f"{fault} (not applied)")
                 self._give_up_or_back_off(attempt, tries, op, key, fault)

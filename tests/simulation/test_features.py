@@ -15,7 +15,7 @@ import pytest
 
 from pail.errors import PailError
 from pail.keys import Keys
-from pail.protocol import cancel, claim, dedup, delay
+from pail.protocol import cancel, claim, delay
 from pail.protocol.lease import Lease
 from pail.store.base import ListPage, Store
 from tests.simulation import steps
@@ -23,14 +23,6 @@ from tests.simulation.features import run_feature_seed
 from tests.simulation.invariants import Kind
 
 SEEDS = int(os.environ.get("PAIL_SIM_FEATURE_SEEDS", "2000"))
-
-
-@pytest.fixture(autouse=True)
-def replayable_dedup_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keyed enqueues draw ids where ``Pail.enqueue`` does, which the harness makes replayable."""
-    from pail import queue as pail_queue
-
-    monkeypatch.setattr(dedup, "new_job_id", lambda: getattr(pail_queue, "new_job_id")())  # noqa: B009
 
 
 def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_invariant_holds() -> (
