@@ -20,6 +20,7 @@ from pail.protocol.lease import Lease
 from pail.store.base import ListPage, Store
 from tests.simulation import steps
 from tests.simulation.features import run_feature_seed
+from tests.simulation.harness import STRUCK, struck, triples
 from tests.simulation.invariants import Kind
 
 SEEDS = int(os.environ.get("PAIL_SIM_FEATURE_SEEDS", "2000"))
@@ -30,7 +31,10 @@ def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_
 ):
     failures, counts = _sweep(SEEDS)
 
-    print(f"\nfeature simulation: {SEEDS} seeds, {dict(counts)}")
+    hit = struck(counts) & triples()
+    shown = {k: v for k, v in sorted(counts.items()) if not k.startswith(f"{STRUCK} ")}
+    print(f"\nfeature simulation: {SEEDS} seeds, {shown}")
+    print(f"  aimed faults struck {len(hit)} of {len(triples())} triples (test_coverage: all)")
     assert counts["cancels"] > 0 and counts["delayed"] > 0 and counts["high_priority"] > 0
     assert counts["progress"] > 0
     assert counts["crashes"] > 0 and counts["stalls"] > 0
