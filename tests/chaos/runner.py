@@ -18,20 +18,24 @@ and drained 100 of 300 jobs in 128 s that way). The audit:
 * **lost:** enqueued jobs without a terminal state (must be 0);
 * **stuck:** objects left in ``queue/`` or ``run/`` once quiet (must be 0);
 * **results changed:** sampled results re-read at the end (must be 0);
-* **duplicates:** executions beyond a job's first, each explained by a kill of
-  the previous executor, or by that executor's own report (in the record) of
-  a lost lease or a result it could not record: a stall. Unexplained must be 0.
+* **executions** (``tests.chaos.audit``): every handler start and end is
+  recorded with the lease it ran under; a run that started while an earlier
+  run's lease of the job was surely live, or without a lease, is a violation,
+  and every other run after a job's first is a duplicate explained by a real
+  SIGKILL of the earlier run before it ended (the runner records each kill
+  with its time; the fleet's stop at the end is no kill) or by the earlier
+  lease's expiry. Violations must be 0; ``known_bad`` adds a worker that
+  breaks the protocol, which must show violations.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 import signal
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +45,9 @@ from pail.codec import decode_result
 from pail.errors import PailError, StorageError
 from pail.keys import DLQ, DONE, QUEUE, RUN
 from pail.local import LocalS3
+from tests.chaos.audit import audit, read_executions
 from tests.chaos.proxy import FaultProxy
+from tests.chaos.worker_main import KNOWN_BAD
 from tests.servers import make_s3_client
 from tests.support.queues import connect_to, local_kwargs
 
@@ -67,12 +73,8 @@ class ChaosConfig:
     quiet_deadline: float = 20.0
     sample: int = 40
     seed: int = 0
-
-
-@dataclass
-class Execution:
-    pid: int
-    ended: bool = False
+    known_bad: str | None = None
+    """One more worker, breaking the protocol (``worker_main.KNOWN_BAD``): the audit must catch it."""
 
 
 @dataclass
@@ -85,14 +87,16 @@ class ChaosReport:
     kill_after_starts: int = 0
     reaper_passes: int = 0
     executions: int = 0
+    jobs_run: int = 0
     duplicates: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    violation_kinds: Counter[str] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
     done: int = 0
     dead: int = 0
     lost: list[str] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
-    unexplained: list[str] = field(default_factory=list)
     sampled: int = 0
     drained_in: float = 0.0
     seconds: float = 0.0
@@ -107,8 +111,9 @@ class ChaosReport:
             f"worker that had started one), reaper passes {self.reaper_passes}, enqueue "
             f"errors {self.enqueue_errors}\n"
             f"  requests through the proxy {self.faults['requests']}, faults injected: {faults}\n"
-            f"  executions {self.executions}, duplicates {sum(self.duplicates.values())} "
-            f"({dict(self.duplicates)}), unexplained {len(self.unexplained)}\n"
+            f"  executions {self.executions} of {self.jobs_run} jobs, duplicates explained "
+            f"{sum(self.duplicates.values())} ({dict(self.duplicates)}), violations "
+            f"{len(self.violations)} ({dict(self.violation_kinds)})\n"
             f"  lost {len(self.lost)}, stuck {len(self.stuck)}, results changed "
             f"{len(self.changed)} of {self.sampled} sampled"
             + ("\n  STOPPED PROGRESSING before every job was terminal" if self.timed_out else "")
@@ -136,18 +141,26 @@ class _Fleet:
             "--work-seconds",
             str(config.work_seconds),
         ]
+        self._bad = [*self._command, "--known-bad", config.known_bad] if config.known_bad else None
         self._log = (record.parent / "workers.log").open("ab")
         self._record = record
         self._read = 0
         self.processes = [self._start() for _ in range(config.workers)]
-        self.killed: set[int] = set()
+        if self._bad is not None:
+            self.processes.append(self._start(self._bad))
+        self.killed: dict[int, float] = {}
+        """Pid -> when it was surely dead after a SIGKILL: the real kills only, not the stop."""
         self.working: set[int] = set()
         """Pids that have started a job: the only ones a kill may hit."""
         self.starts = 0
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self, command: list[str] | None = None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            self._command, cwd=ROOT, stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL
+            command or self._command,
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=self._log,
+            stdin=subprocess.DEVNULL,
         )
 
     def progress(self) -> int:
@@ -159,11 +172,9 @@ class _Fleet:
             chunk = lines.read()
         complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits
         self._read += len(complete)
-        for line in complete.decode().splitlines():
-            kind, _, pid = line.split(" ", 3)[:3]
-            if kind == "start":
-                self.starts += 1
-                self.working.add(int(pid))
+        for execution in read_executions(complete.decode().splitlines()):
+            self.starts += 1
+            self.working.add(execution.pid)
         return self.starts
 
     def kill_one(self, rng: random.Random) -> bool:
@@ -175,15 +186,16 @@ class _Fleet:
         process = self.processes[index]
         process.send_signal(signal.SIGKILL)
         process.wait()
-        self.killed.add(process.pid)
-        self.processes[index] = self._start()
+        self.killed[process.pid] = time.monotonic()
+        self.processes[index] = self._start(process.args)  # type: ignore[arg-type]
         return True
 
     def stop(self) -> None:
+        """End every worker; these are not kills (the audit counts only ``kill_one``'s)."""
         for process in self.processes:
-            process.send_signal(signal.SIGKILL)
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
             process.wait()
-            self.killed.add(process.pid)
         self._log.close()
 
 
@@ -323,7 +335,7 @@ def _audit(
     ids: dict[str, int],
     samples: dict[str, tuple[str, bytes]],
     record: Path,
-    killed: set[int],
+    killed: dict[int, float],
     report: ChaosReport,
 ) -> None:
     report.stuck = sorted(info.key for state in (QUEUE, RUN) for info in _listing(pail, state))
@@ -337,61 +349,26 @@ def _audit(
         if now is None or (now.etag, now.body) != (etag, body):
             report.changed.append(job_id)
     report.sampled = len(samples)
-    calls = _calls_by_job(pail, finished, dead)
-    _explain_duplicates(record, calls, killed, report)
+    winners = _winners(pail, finished, dead)
+    lines = record.read_text().splitlines() if record.exists() else []
+    found = audit(read_executions(lines), killed, winners)
+    report.executions, report.jobs_run = found.executions, found.jobs_run
+    report.duplicates, report.violations = found.duplicates, found.violations
+    report.violation_kinds = found.kinds
 
 
-def _calls_by_job(pail: Pail, finished: set[str], dead: set[str]) -> dict[int, tuple[str, int]]:
-    """Enqueue call number -> (job id, pid whose result counts; 0 if dead-lettered)."""
-    calls: dict[int, tuple[str, int]] = {}
+def _winners(pail: Pail, finished: set[str], dead: set[str]) -> dict[int, str | None]:
+    """Enqueue call number -> the lease token of the run whose result counts (None if dead)."""
+    winners: dict[int, str | None] = {}
     for letter in pail.dead_letters():
         if isinstance(letter.payload, dict):
-            calls[int(letter.payload["n"])] = (letter.job_id, 0)
+            winners[int(letter.payload["n"])] = None
     for job_id in finished - dead:
         obj = pail.store.get(pail.keys.done(job_id))
         if obj is not None:
             result = decode_result(obj.body)
-            calls[int(result["n"])] = (job_id, int(result["by"]))
-    return calls
-
-
-def _explain_duplicates(
-    record: Path, calls: dict[int, tuple[str, int]], killed: set[int], report: ChaosReport
-) -> None:
-    """Each execution after a job's first must follow a kill or a stall; see the module docstring."""
-    runs: dict[int, list[Execution]] = defaultdict(list)
-    troubled: set[tuple[str, int]] = set()
-    for line in record.read_text().splitlines():
-        kind, subject, pid_text = line.split(" ", 3)[:3]
-        pid = int(pid_text)
-        if kind == "start":
-            runs[int(subject)].append(Execution(pid))
-        elif kind == "end":
-            for execution in reversed(runs[int(subject)]):
-                if execution.pid == pid:
-                    execution.ended = True
-                    break
-        elif kind == "log":
-            troubled.add((subject, pid))
-    for call, executions in runs.items():
-        report.executions += len(executions)
-        job_id, winner = calls.get(call, (f"call-{call}", 0))
-        for before, after in itertools.pairwise(executions):
-            if before.pid == winner:
-                # The job was done: only a zombie (one that lost its lease) may run it again.
-                cause = "zombie after the result (stall)" if (job_id, after.pid) in troubled else ""
-            elif before.pid in killed:
-                cause = "after a kill"
-            elif (job_id, before.pid) in troubled:
-                cause = "after a lost lease or unrecorded result (stall)"
-            else:
-                cause = ""
-            if cause:
-                report.duplicates[cause] += 1
-            else:
-                report.unexplained.append(
-                    f"job {job_id} (call {call}): run by {before.pid} then by {after.pid}"
-                )
+            winners[int(result["n"])] = result.get("lease")
+    return winners
 
 
 def main() -> int:
@@ -408,6 +385,9 @@ def main() -> int:
     parser.add_argument("--fault-rate", type=float, default=0.05)
     parser.add_argument("--deadline", type=float, default=1800.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--known-bad", choices=KNOWN_BAD, help="add a worker that breaks the protocol"
+    )
     args = parser.parse_args()
     config = ChaosConfig(
         jobs=args.jobs,
@@ -417,14 +397,15 @@ def main() -> int:
         deadline=args.deadline,
         quiet_deadline=60.0,
         seed=args.seed,
+        known_bad=args.known_bad,
     )
     with LocalS3() as server, tempfile.TemporaryDirectory(prefix="pail-chaos-") as tmp:
         make_s3_client(server.connect_kwargs()).create_bucket(Bucket="chaos")
         report = run_chaos(server, "chaos", Path(tmp), config)
     print(report.summary())
-    for line in report.unexplained[:20]:
-        print(f"  unexplained: {line}")
-    bad = report.lost or report.stuck or report.changed or report.unexplained or report.timed_out
+    for line in report.violations[:20]:
+        print(f"  violation: {line}")
+    bad = report.lost or report.stuck or report.changed or report.violations or report.timed_out
     return 1 if bad else 0
 
 

@@ -1,23 +1,45 @@
 """One chaos worker process: ``Pail.work`` through the fault proxy, recording every execution.
 
 Run as ``python -m tests.chaos.worker_main --bucket B --endpoint URL --record FILE``.
-Each execution appends ``start <n> <pid>`` before the handler's work and
-``end <n> <pid>`` after it, with one ``os.write`` on an ``O_APPEND`` file
-descriptor each, so lines from concurrent processes never interleave. pail's
-own warnings about a job (a lost lease, a result not recorded) are appended
-as ``log <job id> <pid> <message>``: they explain a duplicate execution.
+Each execution appends a JSON line as the handler starts and another as it
+returns, each with the lease it ran under (``tests.chaos.audit``), with one
+``os.write`` on an ``O_APPEND`` file descriptor each, so lines from
+concurrent processes never interleave.
+
+``--known-bad`` runs a worker that breaks the protocol, to show the audit
+catches it (``test_chaos.py``):
+
+* ``unleased``: runs the handler on every pending entry it lists, without
+  claiming it (no lease at all);
+* ``long-lease``: ``Pail.work``, but believing the visibility timeout is 30 s
+  while the reaper and the other workers use the run's: it renews every 10 s,
+  so its leases expire under it and it runs on, sure it still holds them.
+  Its jobs take ``LONG_WORK`` seconds.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import random
+import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
+from pail import Pail, current_job
+from pail.codec import Envelope
+from pail.errors import PailError
+from pail.keys import QUEUE
+from tests.chaos.audit import end_line, lease_fields, start_line
 from tests.support.queues import connect_to, local_kwargs
+
+KNOWN_BAD = ("unleased", "long-lease")
+BAD_VISIBILITY_TIMEOUT = 30.0
+LONG_WORK = 20.0
+"""Far longer than the run's lease lives unrenewed (visibility timeout + 1 s) plus a reaper pass
+and another worker's claim. It costs no time: the run ends once another worker finished the job,
+and the fleet's stop ends this one."""
 
 
 class _Record:
@@ -28,20 +50,46 @@ class _Record:
         os.write(self._fd, (text.replace("\n", " ") + "\n").encode())
 
 
-class _PailLog(logging.Handler):
-    """pail's warnings, into the record, keyed by the job id they name."""
+class _Handler:
+    """The job: record the start with its lease, work, record the end."""
 
-    def __init__(self, record: _Record) -> None:
-        super().__init__(logging.INFO)
+    def __init__(self, record: _Record, work: Callable[[], float]) -> None:
         self._record = record
+        self._work = work
+        self._pid = os.getpid()
 
-    def emit(self, entry: logging.LogRecord) -> None:
-        args = entry.args if isinstance(entry.args, tuple) else ()
-        job = next((a for a in args if isinstance(a, str) and len(a) == 26), "-")
-        self._record.line(f"log {job} {os.getpid()} {entry.getMessage()}")
+    def __call__(self, payload: Any, job_id: str | None = None) -> dict[str, Any]:
+        n = payload["n"]
+        job = current_job()
+        now = time.monotonic()
+        lease = lease_fields(job.message, now) if job is not None else None
+        self._record.line(start_line(n, self._pid, now, lease, job_id))
+        time.sleep(self._work())  # the job's work, where a kill can land
+        now = time.monotonic()
+        ended = lease_fields(job.message, now) if job is not None else None
+        self._record.line(end_line(n, self._pid, now, ended))
+        return {"n": n, "by": self._pid, "lease": lease["lease"] if lease else None}
+
+
+def _run_unleased(pail: Pail, handler: _Handler) -> None:
+    """Known-bad: run every pending job it sees, never claiming one."""
+    done: set[str] = set()
+    while True:
+        try:
+            for item in pail.store.list(pail.keys.prefix(QUEUE)).items:
+                job_id = pail.keys.entry_id(item.key, QUEUE)
+                found = pail.store.get(item.key) if job_id and job_id not in done else None
+                if job_id and found is not None:
+                    done.add(job_id)
+                    handler(Envelope.decode(found.body).payload, job_id)
+        except PailError:
+            pass
+        time.sleep(0.05)  # its polling interval
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Work the queue (or break the protocol, with ``--known-bad``) until killed."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     parser = argparse.ArgumentParser()
     parser.add_argument("--bucket", required=True)
     parser.add_argument("--endpoint", required=True)
@@ -49,27 +97,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--visibility-timeout", type=float, default=1.5)
     parser.add_argument("--max-retries", type=int, default=10)
     parser.add_argument("--work-seconds", type=float, default=0.2)
+    parser.add_argument("--known-bad", choices=KNOWN_BAD)
     args = parser.parse_args(argv)
     record = _Record(args.record)
-    logger = logging.getLogger("pail")
-    logger.addHandler(_PailLog(record))
-    logger.setLevel(logging.INFO)
-    pid = os.getpid()
-    rng = random.Random(pid)
-
-    def handler(payload: Any) -> dict[str, Any]:
-        n = payload["n"]
-        record.line(f"start {n} {pid}")
-        time.sleep(rng.uniform(0, args.work_seconds))  # the job's work, where a kill can land
-        record.line(f"end {n} {pid}")
-        return {"n": n, "by": pid}
-
+    rng = random.Random(os.getpid())
+    long_lease = args.known_bad == "long-lease"
     pail = connect_to(
         local_kwargs(args.endpoint),
         args.bucket,
-        visibility_timeout=args.visibility_timeout,
+        visibility_timeout=BAD_VISIBILITY_TIMEOUT if long_lease else args.visibility_timeout,
         max_retries=args.max_retries,
     )
+    work = (lambda: LONG_WORK) if long_lease else (lambda: rng.uniform(0, args.work_seconds))
+    handler = _Handler(record, work)
+    if args.known_bad == "unleased":
+        _run_unleased(pail, handler)
     pail.work(handler, poll_interval=0.5, min_poll_interval=0.05)
 
 
