@@ -172,7 +172,7 @@ def test_given_dashboard_command_when_started_then_its_link_opens_a_session_and_
         overview = get("/", cookie)
         refused = get("/")
 
-        assert opened.status == 303 and cookie
+        assert opened.status == 200 and cookie
         assert overview.status == 200 and "(default)" in overview.read().decode()
         assert refused.status == 403
     finally:

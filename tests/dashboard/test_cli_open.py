@@ -71,14 +71,14 @@ def test_given_open_when_the_browser_starts_then_its_argv_holds_a_private_file_n
         assert link != printed and urlsplit(link).netloc == urlsplit(printed).netloc
 
         first, second = _open_link(link), _open_link(link)
-        assert first[0] == 303 and first[1].startswith("pail_dashboard=")
+        assert first[0] == 200 and first[1].startswith("pail_dashboard=")
         assert second[0] == 403 and second[1] == ""  # one session, once
 
         assert process.stdin is not None
         process.stdin.write("\n")
         process.stdin.flush()
         fresh = lines.wait_for("/?token=").strip()
-        assert fresh not in (printed, link) and _open_link(fresh)[0] == 303
+        assert fresh not in (printed, link) and _open_link(fresh)[0] == 200
     finally:
         stop(process)
     assert not opened.parent.exists()  # SIGTERM removed the redirect file

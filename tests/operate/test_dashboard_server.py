@@ -34,7 +34,7 @@ class Client:
         assert parts.port == self.port and f"{parts.hostname}:{parts.port}" == self.host
         self.cookie = ""
         status, headers, _ = self.request("GET", f"/?{parts.query}")
-        assert status == 303
+        assert status == 200
         self.cookie = headers["set-cookie"].split(";", 1)[0]
         assert self.cookie.startswith(f"{COOKIE}=")
         assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]

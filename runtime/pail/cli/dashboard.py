@@ -79,7 +79,7 @@ def dashboard(
             import webbrowser
 
             folder = Path(tempfile.mkdtemp(prefix="pail-dashboard-"))
-            webbrowser.open(_redirect_file(folder, server.link()).as_uri())
+            webbrowser.open(write_redirect_file(folder, server.link()).as_uri())
         threading.Event().wait()
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -98,7 +98,7 @@ def _new_links(server: DashboardServer, out: Output) -> None:
         out.line(server.link())
 
 
-def _redirect_file(folder: Path, link: str) -> Path:
+def write_redirect_file(folder: Path, link: str) -> Path:
     """A page that sends the browser on to ``link``, readable by this user only.
 
     The browser is started with this file's path, not the link: a browser's

@@ -89,6 +89,26 @@ def _job_id(text: str) -> str:
         raise _NotFoundError(str(exc)) from None
 
 
+def _landing_page(target: str) -> str:
+    """The answer to a link's token: a page that moves on to ``target`` by itself.
+
+    Not a 303: a link opened from another site (the ``--open`` redirect file,
+    a link in a chat) starts a cross-site navigation, and a browser sends no
+    ``SameSite=Strict`` cookie anywhere along its redirects, so the page after
+    a 303 would find no session. This page's own refresh is a navigation the
+    dashboard's origin starts: the cookie goes with it. The address loses the
+    token at once either way.
+    """
+    href = escape(target, quote=True)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={href}"><title>pail dashboard</title>'
+        '<link rel="stylesheet" href="/static/dashboard.css"></head><body><main id="main">'
+        f'<p>Session opened. <a href="{href}" id="continue">Continue to the dashboard</a>.</p>'
+        "</main></body></html>"
+    )
+
+
 def _too_large_page(frame: views.Frame, job_id: str, exc: ObjectTooLargeError) -> str:
     """The job page when the job's record is over ``model.MAX_READ``: its size, not its bytes."""
     message = (
@@ -228,11 +248,11 @@ class _Handler(BaseHTTPRequestHandler):
             opened = access.redeem(token) if session is None else None
             if opened is not None:
                 cookie = f"{COOKIE}={opened}; HttpOnly; SameSite=Strict; Path=/"
-                self._redirect(target, {"Set-Cookie": cookie})
+                self._html(200, _landing_page(target), {"Set-Cookie": cookie})
                 return
             if session is not None:
                 # A used link reopened in a browser that has a session: drop the token.
-                self._redirect(target)
+                self._html(200, _landing_page(target))
                 return
         if session is None:
             self._html(
