@@ -12,7 +12,7 @@ from pail import MemoryStore, Pail
 from pail.clock import ManualClock
 from pail.errors import ConfigurationError
 from pail.keys import DONE, QUEUE, RUN, Keys, shard_of
-from pail.protocol.claim import Claimer
+from pail.protocol.claim import PRIORITY_LOOK_EVERY, Claimer
 from pail.protocol.lease import Lease
 from pail.status import JobState
 
@@ -85,16 +85,19 @@ def test_shard_count_is_checked() -> None:
 
 def test_an_idle_worker_lists_one_shard_per_claim() -> None:
     pail = Pail(MemoryStore("jobs"), shards=16)
-    claimer = Claimer(pail.store, pail.keys, visibility_timeout=30, clock=pail.clock, owner="w")
+    clock = ManualClock()
+    claimer = Claimer(pail.store, pail.keys, visibility_timeout=30, clock=clock, owner="w")
     claims = 40
     for _ in range(claims):
         assert claimer.claim(polling=True) is None
     # The first empty claim looks at every source (17); each poll after it at one.
     assert claimer.lists <= claims + 17 + 2
-    # A claim that is not a poll (the Lambda worker's, work_once's) looks everywhere.
+    # A claim that is not a poll (the Lambda worker's, work_once's) looks everywhere,
+    # and once at the high-priority place (tests/features/test_sharded_priority.py).
+    clock.advance(PRIORITY_LOOK_EVERY)
     before = claimer.lists
     assert claimer.claim() is None
-    assert claimer.lists - before == 17 + 2
+    assert claimer.lists - before == 17 + 2 + 1
 
 
 def test_a_lone_job_is_found_within_one_round_of_the_shards() -> None:
@@ -120,7 +123,7 @@ def test_high_priority_and_delayed_jobs_in_a_sharded_queue() -> None:
     normal = [pail.enqueue({"n": str(i)}) for i in range(20)]
     high = pail.enqueue({"n": "high"}, priority="high")
     later = pail.enqueue({"n": "later"}, delay=3600)
-    assert any(key.startswith(f"queue/{shard_of(high, 4)}/!") for key in _keys(store))
+    assert f"queue/!0000000000000-{high}" in _keys(store)  # the one place every claim looks at
     waiting = pail.status(later)
     assert waiting is not None and waiting.state is JobState.PENDING
     assert pail.stats().delayed == 1

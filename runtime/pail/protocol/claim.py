@@ -56,8 +56,13 @@ Lambda worker, ``work_once``) claims without ``polling``: its "empty" has
 looked everywhere. The flat layout of a sharded
 queue (where jobs enqueued before it was sharded wait) is listed with a
 delimiter, so the shards' keys nested under it do not fill its page. A
-candidate's keys are those of the source it was listed from: the lease,
+candidate's keys are those of the shard its key names: the lease,
 the result and every later write of the job stay in its shard.
+High-priority entries of a sharded queue wait in one place, the flat
+layout's (``delay.PRIORITY``): a claim's first refill lists it at the same
+time as its page (``overlap.both``), promotes what it finds and walks it
+first, whatever shard it listed; at most once per ``PRIORITY_LOOK_EVERY``
+per claimer, and never in an idle poll, so it costs no LIST per claim.
 
 **Unordered listings** (directory buckets): a listing in no order has no
 "first" keys for delayed and high-priority entries to sort into. There,
@@ -145,6 +150,10 @@ START_SHARE = 2 / 3
 renewal comes a third of a lease later); a claim that took longer renews first (step 5)."""
 PROOF_RENEWALS = 3
 
+PRIORITY_LOOK_EVERY = 1.0
+"""Seconds between one claimer's looks at a sharded queue's high-priority place: at most one
+LIST a second per worker, never one per claim (a look that found entries looks again next time)."""
+
 UNORDERED_CLAIMS_PER_PAGE = 100
 """Candidates one page serves in a store that lists in no order, before the next page is read."""
 
@@ -231,6 +240,8 @@ class Claimer:
         self._cursor = 0
         self._listed_at = 0.0
         self.lists = 0
+        self._priority_looked_at: float | None = None
+        """When this claimer last listed the high-priority place (None: look at the next claim)."""
         self._pause_check = PauseCheck(store, keys)
         self.paused = False
         """True when this claimer's last refill (or named claim) found the queue paused."""
@@ -308,6 +319,9 @@ class Claimer:
             budget = 1
         else:
             budget = MAX_LISTS_PER_CLAIM + len(self._sources) - 1
+        # The first refill of a claim also lists the high-priority place of a
+        # sharded queue (not an idle poll's: it stays one LIST).
+        priority = self._keys.sharded and not idle and self._priority_look_due()
         while misses < MAX_CANDIDATES_PER_CLAIM and cleared < MAX_QUARANTINES_PER_CLAIM:
             if self._clock.monotonic() - self._listed_at > self._timeout:
                 self.forget()  # an old page is mostly jobs others took since
@@ -316,7 +330,11 @@ class Claimer:
             if self._cursor >= len(self._cache):
                 if lists >= budget:
                     return None
-                self._refill()
+                if priority:
+                    self._refill_with_priority()
+                    priority = False
+                else:
+                    self._refill()
                 lists += 1
                 if self.paused:
                     return None  # the whole queue is paused: no other source either
@@ -365,6 +383,43 @@ class Claimer:
         """Drop the cached page, so the next claim lists afresh."""
         self._cache, self._cursor = [], 0
 
+    def _priority_look_due(self) -> bool:
+        looked = self._priority_looked_at
+        return looked is None or self._clock.monotonic() - looked >= PRIORITY_LOOK_EVERY
+
+    def _refill_with_priority(self) -> None:
+        """A refill, and a listing of a sharded queue's high-priority place sent at the same time.
+
+        The high-priority entries found are promoted and go first in the
+        walk, whatever shard the refill listed.
+        """
+        filled, listed = self._overlap.both(
+            self._refill, lambda: delay.list_priority(self._store, self._keys)
+        )
+        filled.get()
+        page = listed.get()
+        self.lists += 1
+        # Entries found: more may be arriving, so the next claim looks again.
+        self._priority_looked_at = None if page.items else self._clock.monotonic()
+        promoted = (
+            delay.promote_all(self._store, self._keys, page, stats=self._stats)
+            if page.items
+            else []
+        )
+        if promoted and not self.paused:
+            if not self._cache:
+                # The pause was not checked for an empty page: these are candidates.
+                self.paused = self._checked_pause()
+            if not self.paused:
+                self._cache[self._cursor : self._cursor] = promoted
+
+    def _checked_pause(self) -> bool:
+        try:
+            return self._pause_check()
+        except PailError:
+            self.forget()  # a page whose pause check failed must never be walked
+            raise
+
     def _refill(self) -> None:
         self._source = (self._source + 1) % len(self._sources)
         self._page_keys = self._sources[self._source]
@@ -387,11 +442,7 @@ class Claimer:
         if not self._store.ordered_listing:
             self._tokens[self._source] = token  # None: the next refill starts from the top
         # A paused queue claims nothing: one HEAD per refill that found candidates.
-        try:
-            self.paused = bool(self._cache) and self._pause_check()
-        except PailError:
-            self.forget()  # a page whose pause check failed must never be walked
-            raise
+        self.paused = bool(self._cache) and self._checked_pause()
         if self.paused:
             self._cache = []
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
@@ -448,6 +499,9 @@ class Claimer:
         return self._store.get(key)
 
     def _try(self, key: str) -> Lease | Skip:
+        if self._keys.sharded:
+            # The candidate's own shard: a promoted high-priority job's is the flat layout.
+            self._page_keys = self._keys.of_key(key, QUEUE)
         pending = self._read(key)
         if pending is None:
             return MISS

@@ -31,6 +31,15 @@ A **high-priority** job is a delayed job due at the epoch: its entry
 next refill of any worker's page promotes it and puts it first in that
 worker's walk. A normal job costs nothing more; a high one costs the
 promotion (3 requests). Its retries are normal jobs ("Priorities").
+
+In a **sharded** queue a claimer's refill lists one shard, so a high entry
+in its job's shard would wait for the claimers' rotations to reach it.
+There, every high entry waits in one place instead, the flat layout's
+``queue/!0000000000000-{id}`` (``PRIORITY``), and is promoted beside itself
+to ``queue/{id}``: the job lives in the flat layout, where every reader of
+one job looks (``Keys.layouts``). The first refill of each claim lists that
+place too (``list_priority``), beside its own page and at the same time, so
+whatever shard a claimer is at, its next refill sees every high job.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ from pail.bounds import validate_delay, validate_due
 from pail.codec import Envelope
 from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_token
-from pail.keys import QUEUE, Keys
+from pail.keys import FLAT, QUEUE, Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import ListPage, ObjectInfo, Store
 from pail.store.listing import pages
@@ -68,6 +77,8 @@ HIGH_DUE = EPOCH
 """The due time of a high-priority entry: always due, and before any real due time."""
 HIGH_DUE_MS = 0
 """``HIGH_DUE`` as a key spells it (milliseconds since the epoch): due by any clock."""
+PRIORITY = f"{MARK}{HIGH_DUE_MS:0{WIDTH}d}-"
+"""How every high-priority entry's name starts: the place a sharded queue's claimers list first."""
 
 
 class Priority(StrEnum):
@@ -139,7 +150,36 @@ def delayed_key(keys: Keys, due: datetime, job_id: str) -> str:
     'queue/!1767225600000-01J0000000000000000000000A'
     """
     millis = int(due.timestamp() * 1000)
+    if millis == HIGH_DUE_MS and keys.sharded:
+        # One place for every shard's claimers to look at: the flat layout's.
+        return f"{keys.pinned(FLAT).prefix(QUEUE)}{PRIORITY}{job_id}"
     return f"{keys.job_prefix(QUEUE, job_id)}{MARK}{millis:0{WIDTH}d}-{job_id}"
+
+
+def list_priority(store: Store, keys: Keys) -> ListPage:
+    """One listing of a sharded queue's high-priority entries (at most ``MAX_PROMOTIONS_PER_REFILL``).
+
+    Usually empty: a LIST that names no key. Its due entries are promoted
+    with ``promote_all``.
+    """
+    flat = keys.pinned(FLAT)
+    return store.list(flat.prefix(QUEUE) + PRIORITY, max_keys=MAX_PROMOTIONS_PER_REFILL)
+
+
+def promote_all(
+    store: Store, keys: Keys, page: ListPage, *, stats: WriteStats | None = None
+) -> list[str]:
+    """Promote the high-priority entries of ``page`` (``list_priority``'s); the keys to claim first."""
+    flat = keys.pinned(FLAT)
+    promoted: list[str] = []
+    for item in page.items:
+        parsed = parse(flat, item.key)
+        if parsed is None or parsed[0] != HIGH_DUE_MS:
+            continue
+        key = promote(store, flat, item.key, parsed[1], stats=stats)
+        if key is not None:
+            promoted.append(key)
+    return promoted
 
 
 def parse(keys: Keys, key: str) -> tuple[int, str] | None:
