@@ -2,15 +2,16 @@
 
 The workers append one JSON line per handler start and end (``worker_main``),
 each with the lease it ran under, read through ``pail.current_job()``: the
-job, the attempt, the lease's token and owner, the pid, the time
-(``time.monotonic()``: ``CLOCK_MONOTONIC`` is one clock for every process of
-the machine, so the lines of different workers compare) and ``live``, the time
-until which the worker can be sure the lease is its own (``Lease.remaining()``
-added to the time). ``live`` is conservative: it counts from when the worker
-*sent* its last successful lease write, and the reaper reclaims a lease only
-once the server's clock says it is older than the visibility timeout (plus a
-second). The runner adds what only it knows: which pids it SIGKILLed, when,
-and which it merely stopped at the end.
+job, the attempt, the lease's token and owner, the pid, ``t`` (the time by
+``time.monotonic()``: ``CLOCK_MONOTONIC`` is one clock for every process of
+the machine, so the lines of different workers compare), ``wall`` (for a
+reader matching a line with the server's ``LastModified``) and ``live``: the
+time until which the worker can be sure the lease is its own (``t`` plus
+``Lease.remaining()``). ``live`` is conservative: it counts from when the
+worker *sent* its last successful lease write, and the reaper reclaims a
+lease only once the server's clock says it is older than the visibility
+timeout (plus a second). The runner adds what only it knows: which pids it
+SIGKILLed, and when (not the ones it stops at the end).
 
 The rules (``audit``):
 
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -87,12 +89,14 @@ def start_line(
     call: int, pid: int, now: float, lease: Mapping[str, Any] | None, job: str | None
 ) -> str:
     """The line a worker records as a handler starts; ``lease`` from ``lease_fields``."""
-    return json.dumps({"k": "start", "n": call, "pid": pid, "t": now, "job": job, **(lease or {})})
+    fields = {"k": "start", "n": call, "pid": pid, "t": now, "wall": time.time(), "job": job}
+    return json.dumps({**fields, **(lease or {})})
 
 
 def end_line(call: int, pid: int, now: float, lease: Mapping[str, Any] | None) -> str:
     """The line a worker records as a handler returns."""
-    return json.dumps({"k": "end", "n": call, "pid": pid, "t": now, **(lease or {})})
+    fields = {"k": "end", "n": call, "pid": pid, "t": now, "wall": time.time()}
+    return json.dumps({**fields, **(lease or {})})
 
 
 def lease_fields(message: Any, now: float) -> dict[str, Any]:
