@@ -71,6 +71,7 @@ class MemoryStore:
         return StoredObject(key, entry.body, entry.etag, entry.last_modified, dict(entry.metadata))
 
     def get_bounded(self, key: str, max_bytes: int) -> StoredObject | None:
+        """``get``, or ``ObjectTooLargeError`` for a body over ``max_bytes`` (``BoundedGetter``)."""
         with self._lock:
             entry = self._objects.get(key)
         if entry is None:
