@@ -145,9 +145,9 @@ class _Fleet:
         self._log = (record.parent / "workers.log").open("ab")
         self._record = record
         self._read = 0
-        self.processes = [self._start() for _ in range(config.workers)]
-        if self._bad is not None:
-            self.processes.append(self._start(self._bad))
+        # The known-bad worker first: it must be up while the good ones still have work.
+        self.processes = [self._start(self._bad)] if self._bad is not None else []
+        self.processes += [self._start() for _ in range(config.workers)]
         self.killed: dict[int, float] = {}
         """Pid -> when it was surely dead after a SIGKILL: the real kills only, not the stop."""
         self.working: set[int] = set()
