@@ -20,6 +20,7 @@ from pail.cli.jobs import enqueue, result, status, url
 from pail.cli.local import demo, server
 from pail.cli.operate import reap, stats
 from pail.cli.pause import pause, resume
+from pail.cli.schedule import schedule
 from pail.cli.workers import work, work_once
 
 for command in (
@@ -37,6 +38,7 @@ for command in (
     dlq,
     dashboard,
     reap,
+    schedule,
     work,
     work_once,
     doctor,

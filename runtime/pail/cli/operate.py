@@ -201,6 +201,14 @@ def render_reap(out: Output, report: ReapReport) -> None:
             ("pass", verdict),
         ]
     )
+    ticks = report.schedules
+    if ticks is not None and ticks.schedules:
+        out.line(
+            f"schedules      {ticks.schedules} listed, {ticks.enqueued} tick(s) enqueued"
+            + (f", {ticks.failed} failed (retried next pass)" if ticks.failed else "")
+        )
+    for job_id in ticks.jobs if ticks is not None else ():
+        out.line(f"scheduled      {job_id}")
     for job_id in report.requeued_ids:
         out.line(f"requeued       {job_id}")
     for job_id in report.dead_lettered_ids:
@@ -222,7 +230,11 @@ def render_reap(out: Output, report: ReapReport) -> None:
 @global_options
 @click.pass_context
 def reap(ctx: click.Context, bucket: str | None, every: float | None, count: int | None) -> None:
-    """Reclaim expired leases: requeue their jobs, or dead-letter them when retries are spent.
+    """Reclaim expired leases (requeue, or dead-letter when retries are spent) and run due schedules.
+
+    Each pass also enqueues the due ticks of the queue's schedules (`pail
+    schedule`), one job per tick however many reapers run: `--every 60` is
+    the scheduler outside AWS.
 
     A lease is expired when its worker has not renewed it for longer than
     the visibility timeout, by the S3 server's clock. Give --visibility-timeout
