@@ -47,7 +47,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DEDUP, DONE, PAUSED, QUEUE, SYSTEM, Keys
+from pail.keys import ALL_PREFIXES, DEDUP, DONE, INDEX, PAUSED, QUEUE, SYSTEM, Keys
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -96,6 +96,17 @@ REAP = Access(
 )
 READ_RESULTS = Access(objects={DONE: (GET,)}, lists=(DONE,))
 READ_STATUS = Access(objects=dict.fromkeys(ALL_PREFIXES, (GET,)), lists=ALL_PREFIXES)
+# A tagged enqueue writes one empty entry per tag under _pail/index/ first (pail.protocol.index).
+ENQUEUE_TAGGED = Access(objects={QUEUE: (PUT,), INDEX: (PUT,)})
+ENQUEUE_KEYED_TAGGED = Access(
+    objects={**ENQUEUE_KEYED.objects, INDEX: (PUT,)}, lists=ENQUEUE_KEYED.lists
+)
+# A search lists the index and reads each job's status; it deletes an entry whose job is
+# gone (an hour old and found nowhere), the only write it makes.
+SEARCH = Access(
+    objects={**dict.fromkeys(ALL_PREFIXES, (GET,)), INDEX: (GET, DELETE)},
+    lists=(*ALL_PREFIXES, INDEX),
+)
 
 _WILDCARD_REASON = (
     "The object ARN is scoped to one key prefix of a pail queue, '{prefix}'; the trailing "

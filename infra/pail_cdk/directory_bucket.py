@@ -35,7 +35,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3express as s3express
 from constructs import Construct
 
-from pail.keys import DEDUP, DLQ, DONE, Keys
+from pail.keys import DEDUP, DLQ, DONE, INDEX, Keys
 from pail.store.s3 import is_directory_bucket
 
 CREATE_SESSION = "s3express:CreateSession"
@@ -46,6 +46,18 @@ LIFECYCLE_PRINCIPAL = "lifecycle.s3.amazonaws.com"
 _ZONE_ID = re.compile(r"^[a-z]{2,4}\d+(-[a-z0-9]+)*-az\d+$")
 _BASE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?!-))*[a-z0-9]$")
 _MAX_NAME = 63
+
+
+def search_index_ttl(
+    result_ttl: Duration | None, dlq_retention: Duration | None
+) -> Duration | None:
+    """How long ``_pail/index/`` entries are kept: as long as the results and dead letters they find.
+
+    The longer of the two; None (kept) while either is kept for ever (docs/search.md, "Expiry").
+    """
+    if result_ttl is None or dlq_retention is None:
+        return None
+    return Duration.days(max(result_ttl.to_days(), dlq_retention.to_days()))
 
 
 def directory_bucket_name(base: str, zone_id: str) -> str:
@@ -108,6 +120,7 @@ def create_directory_bucket(
     expire("results", DONE, result_ttl)
     expire("dead-letters", DLQ, dlq_retention)
     expire("dedup-keys", DEDUP, dedup_key_ttl)
+    expire("search-index", INDEX, search_index_ttl(result_ttl, dlq_retention))
     rules.append(
         s3express.CfnDirectoryBucket.RuleProperty(
             id=f"{rule_prefix}-multipart",

@@ -18,7 +18,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from pail import bounds, config, metrics_names
-from pail.keys import DEDUP, DLQ, DONE, QUEUE, Keys, validate_namespace, validate_shards
+from pail.keys import DEDUP, DLQ, DONE, INDEX, QUEUE, Keys, validate_namespace, validate_shards
 from pail.status_page import EXPOSED_HEADERS
 from pail.store.s3 import is_directory_bucket
 from pail_cdk import access, nag
@@ -29,6 +29,7 @@ from pail_cdk.directory_bucket import (
     create_directory_bucket,
     directory_bucket_arn,
     grant_sessions,
+    search_index_ttl,
 )
 from pail_cdk.errors import PailCdkError
 
@@ -356,6 +357,13 @@ class PailQueue(Construct):
                 prefix=self.keys.prefix(DEDUP),
                 expiration=Duration.days(dedup_key_ttl.to_days()),
             )
+        index_ttl = search_index_ttl(result_ttl, dlq_retention)
+        if index_ttl is not None:
+            bucket.add_lifecycle_rule(
+                id=f"pail-{name}-search-index",
+                prefix=self.keys.prefix(INDEX),
+                expiration=index_ttl,
+            )
         bucket.add_lifecycle_rule(
             id=f"pail-{name}-multipart",
             prefix=self.keys.root or None,
@@ -491,18 +499,26 @@ class PailQueue(Construct):
 
     # -- grants ---------------------------------------------------------------
 
-    def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` enqueue jobs: ``s3:PutObject`` on ``queue/*``, nothing else."""
-        return self._grant(grantee, access.ENQUEUE)
+    def grant_enqueue(self, grantee: iam.IGrantable, *, tags: bool = False) -> iam.Grant:
+        """Let ``grantee`` enqueue jobs: ``s3:PutObject`` on ``queue/*``, nothing else.
 
-    def grant_enqueue_keyed(self, grantee: iam.IGrantable) -> iam.Grant:
+        With ``tags``, also on ``_pail/index/*``: a tagged job's index entries (docs/search.md).
+        """
+        return self._grant(grantee, access.ENQUEUE_TAGGED if tags else access.ENQUEUE)
+
+    def grant_enqueue_keyed(self, grantee: iam.IGrantable, *, tags: bool = False) -> iam.Grant:
         """Let ``grantee`` enqueue with dedup keys (``Pail.enqueue(key=...)``).
 
         Create and read ``keys/*``, create ``queue/*``, and read the job's status
         under the four state prefixes (with their listing), which a repeat of a
-        key needs to find its job.
+        key needs to find its job. ``tags`` as in ``grant_enqueue``.
         """
-        return self._grant(grantee, access.ENQUEUE_KEYED)
+        return self._grant(grantee, access.ENQUEUE_KEYED_TAGGED if tags else access.ENQUEUE_KEYED)
+
+    def grant_search(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` search jobs (``Pail.search``, ``pail jobs --tag``): read any status,
+        list and read ``_pail/index/``, and delete index entries whose job is gone."""
+        return self._grant(grantee, access.SEARCH)
 
     def grant_consume(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` work jobs: read, write and delete under this queue's four prefixes.

@@ -120,13 +120,23 @@ class GrantsStack(Stack):
         )
         self.roles = {
             name: iam.Role(self, name, assumed_by=iam.AccountRootPrincipal())
-            for name in ("Producer", "KeyedProducer", "Consumer", "Reader", "Status")
+            for name in (
+                "Producer",
+                "KeyedProducer",
+                "Consumer",
+                "Reader",
+                "Status",
+                "TaggedProducer",
+                "Searcher",
+            )
         }
         self.queue.grant_enqueue(self.roles["Producer"])
         self.queue.grant_enqueue_keyed(self.roles["KeyedProducer"])
         self.queue.grant_consume(self.roles["Consumer"])
         self.queue.grant_read_results(self.roles["Reader"])
         self.queue.grant_read_status(self.roles["Status"])
+        self.queue.grant_enqueue(self.roles["TaggedProducer"], tags=True)
+        self.queue.grant_search(self.roles["Searcher"])
 
 
 class ImportedStack(Stack):

@@ -15,7 +15,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match
 
 from pail import config
-from pail.keys import DLQ, DONE
+from pail.keys import DLQ, DONE, INDEX
 from pail_cdk import PailQueue
 from pail_cdk.errors import PailCdkError
 
@@ -79,6 +79,13 @@ def test_given_express_queue_when_synthesised_then_results_and_dead_letters_expi
             "Id": "pail-_default-dead-letters",
             "Status": "Enabled",
             "Prefix": DLQ,
+            "ExpirationInDays": 30,
+        },
+        # The longer of the two: a dead letter is found by its tags while it is kept.
+        "pail-_default-search-index": {
+            "Id": "pail-_default-search-index",
+            "Status": "Enabled",
+            "Prefix": INDEX,
             "ExpirationInDays": 30,
         },
         "pail-_default-multipart": {

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, QUEUE, RUN, SYSTEM
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, INDEX, QUEUE, RUN, SYSTEM
 from pail_cdk.access import PAUSE_MARKER
 
 from .conftest import Synthesis
@@ -50,6 +50,36 @@ def test_given_grant_enqueue_keyed_when_synthesised_then_keys_queue_and_status_r
         Statement((GET,), _objects(bucket, "reports/", RUN, DONE, DLQ)),
         _listing(bucket, "reports/", *ALL_PREFIXES, DEDUP),
     }
+
+
+def test_given_grant_enqueue_with_tags_when_synthesised_then_put_on_queue_and_the_index(
+    grants: dict[str, Any],
+) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "TaggedProducer") == {
+        Statement((PUT,), _objects(bucket, "reports/", QUEUE, INDEX)),
+    }
+
+
+def test_given_grant_search_when_synthesised_then_status_reads_and_the_index(
+    grants: dict[str, Any],
+) -> None:
+    bucket = _bucket(grants, "QueueBucket")
+    assert s3_statements(grants, "Searcher") == {
+        Statement((GET,), _objects(bucket, "reports/", *ALL_PREFIXES)),
+        Statement((DELETE, GET), _objects(bucket, "reports/", INDEX)),
+        _listing(bucket, "reports/", *ALL_PREFIXES, INDEX),
+    }
+
+
+def test_given_dead_letters_kept_for_ever_when_synthesised_then_the_index_is_kept_too(
+    grants: dict[str, Any],
+) -> None:
+    # The Grants queue keeps its dead letters (dlq_retention=None): a dead letter stays
+    # findable by its tags, so its index entries stay (the Express queue's expire: 30 days).
+    [bucket] = [r for r in grants["Resources"].values() if r["Type"] == "AWS::S3::Bucket"]
+    rules = {rule["Id"]: rule for rule in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
+    assert "pail-reports-results" in rules and "pail-reports-search-index" not in rules
 
 
 def test_given_dedup_key_ttl_when_synthesised_then_keys_expire_before_results(
@@ -158,7 +188,8 @@ def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
                         if rendered.endswith("*"):
                             assert rendered.endswith(
                                 tuple(
-                                    f"/{p}*" for p in (*ALL_PREFIXES, DEDUP, SYSTEM, PAUSE_MARKER)
+                                    f"/{p}*"
+                                    for p in (*ALL_PREFIXES, DEDUP, SYSTEM, PAUSE_MARKER, INDEX)
                                 )
                             ), rendered
                         else:

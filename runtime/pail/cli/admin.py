@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 from rich.markup import escape
 
+from pail.cli import search as search_flags
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.exit_codes import CommandError, ExitCode
 from pail.operate.jobs import JobPage, JobRow
@@ -63,10 +65,9 @@ def render_jobs(out: Output, page: JobPage, where: str) -> None:
 @bucket_argument
 @click.option(
     "--state",
-    type=click.Choice([kind.value for kind in JobKind]),
-    default=JobKind.PENDING.value,
-    show_default=True,
-    help="Which jobs to list.",
+    type=click.Choice([*(kind.value for kind in JobKind), "failed"]),
+    default=None,
+    help="Which jobs to list (default: pending; searching: any). failed is dead.",
 )
 @click.option(
     "--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="At most N jobs."
@@ -77,6 +78,20 @@ def render_jobs(out: Output, page: JobPage, where: str) -> None:
     is_flag=True,
     help="Skip reading each job's body (attempts, holder, error): LISTs only.",
 )
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Search: jobs with this tag (repeat: all of them). Answered by the tag index.",
+)
+@click.option(
+    "--since", type=search_flags.Moment(), help="Search: enqueued since (2h, 3d, or ISO 8601)."
+)
+@click.option(
+    "--until", type=search_flags.Moment(), help="Search: enqueued until (an age or ISO 8601)."
+)
+@click.option("--id-prefix", metavar="PREFIX", help="Search: jobs whose id starts with PREFIX.")
 @global_options
 @click.pass_context
 def list_jobs(
@@ -86,6 +101,10 @@ def list_jobs(
     limit: int,
     after: str | None,
     no_details: bool,
+    tags: tuple[str, ...],
+    since: Any,
+    until: Any,
+    id_prefix: str | None,
 ) -> None:
     """List jobs in one state with their age, oldest first.
 
@@ -93,11 +112,31 @@ def list_jobs(
     object was last written (for a running job: its last lease renewal).
     Objects that are not pail jobs are listed as `foreign`.
     Cost: a LIST per 1,000 keys scanned, a GET per job shown (not with --no-details).
+
+    With --tag, --since, --until or --id-prefix it searches instead (any
+    state unless --state), oldest first, and prints what the search cost:
+
+    \b
+      pail jobs jobs --tag customer=acme --since 2h --state failed
     """
     opts = options(ctx)
     pail = opts.connect(resolve_bucket(bucket))
     out = opts.output()
-    page = pail.jobs(state, limit=limit, after=after, details=not no_details)
+    if search_flags.wanted(tags, since, until, id_prefix):
+        search_flags.run(
+            pail,
+            out,
+            tags=tags,
+            state=state,
+            since=since,
+            until=until,
+            id_prefix=id_prefix,
+            limit=limit,
+            after=after,
+        )
+        return
+    listed = "dead" if state == "failed" else state or JobKind.PENDING.value
+    page = pail.jobs(listed, limit=limit, after=after, details=not no_details)
     where = f"s3://{pail.bucket}/{pail.keys.root}"
     out.result(page.to_json(), lambda: render_jobs(out, page, where))
 

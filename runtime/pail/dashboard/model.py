@@ -24,6 +24,7 @@ from pail.operate.failures import Failure, recent_failures
 from pail.operate.jobs import JobPage, JobRow, list_jobs, row_for, rows_from_scan
 from pail.operate.objects import JobDetail, JobKind, Reader
 from pail.operate.queues import QueueList, list_queues
+from pail.operate.search import SearchPage
 from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
 from pail.protocol import pause as pause_marker
 from pail.protocol.pause import PauseState
@@ -184,6 +185,10 @@ class Dashboard:
         return list_jobs(
             self.store, pail.keys, kind, self.reader, limit=limit, after=after, max_pages=1
         )
+
+    def search(self, namespace: str, **arguments: Any) -> SearchPage:
+        """A page of ``Pail.search`` on the queue (the search page's form, checked)."""
+        return self.pail(namespace).search(**arguments)
 
     def letter(self, namespace: str, job_id: str) -> Letter | None:
         """The dead letter (1 GET); one over ``MAX_READ`` comes unread, its size said."""

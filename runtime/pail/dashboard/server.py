@@ -34,7 +34,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-from pail.dashboard import views
+from pail.dashboard import search_view, views
 from pail.dashboard.access import Access
 from pail.dashboard.model import Dashboard
 from pail.errors import ConfigurationError, JobNotFoundError, ObjectTooLargeError, PailError
@@ -42,6 +42,7 @@ from pail.ids import validate_job_id
 from pail.keys import validate_namespace
 from pail.operate.objects import JobKind
 from pail.operate.queues import queue_label
+from pail.operate.search import SearchPage
 from pail.serving import BackgroundServer, QuietThreadingServer
 from pail.status_page import ANY_ENDPOINT, endpoint_origin, page_csp, page_html, status_page_url
 
@@ -359,6 +360,17 @@ class _Handler(BaseHTTPRequestHandler):
                 200,
                 views.jobs_page(self._frame(session), namespace, page, dlq=kind is JobKind.DEAD),
             )
+        elif rest == "/search":
+            form = search_view.SearchForm.from_query(query)
+            results: SearchPage | None = None
+            problem: str | None = None
+            if form.asked or form.after:
+                try:
+                    results = board.search(namespace, **form.arguments())
+                except ConfigurationError as exc:
+                    problem = str(exc)
+            html = search_view.search_page(self._frame(session), namespace, form, results, problem)
+            self._html(400 if problem else 200, html)
         elif rest == "/dlq":
             page = board.jobs(namespace, JobKind.DEAD, after=one("after"))
             notice = views.notice_text(one("notice"), one("id"), one("n"))

@@ -329,7 +329,7 @@ def queue_page(frame: Frame, view: QueueView) -> str:
         for kind in JobKind
         if kind is not JobKind.DEAD
     )
-    nav = f'<nav aria-label="Job lists"><ul class="tabs">{links}<li><a href="{_e(queue_path(ns))}/dlq">Dead-letter queue</a></li></ul></nav>'
+    nav = f'<nav aria-label="Job lists"><ul class="tabs">{links}<li><a href="{_e(queue_path(ns))}/dlq">Dead-letter queue</a></li><li><a href="{_e(queue_path(ns))}/search" id="search-link">Search</a></li></ul></nav>'
     body = (
         nav
         + pause_section(ns, view.pause)

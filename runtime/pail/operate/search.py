@@ -27,8 +27,10 @@ import heapq
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from pail.errors import ConfigurationError
@@ -42,6 +44,8 @@ from pail.tags import Tags, validate
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 DEFAULT_MAX_READS = 500
+READERS = 16
+"""Candidates whose status is read at once (each read is one to four requests, in turn)."""
 STALE_AFTER = timedelta(hours=1)
 """An index entry whose job is found nowhere is deleted once its id is this old: younger, its
 producer may still be writing the job's entry (entries go first)."""
@@ -256,16 +260,8 @@ def search(
             for state in _PREFIXES[query.state]
         ]
         ids = _deduped(heapq.merge(*streams))
-    found: list[JobStatus] = []
-    read = 0
-    last: str | None = None
-    more = False
-    for job_id in ids:
-        if len(found) >= limit or read >= max_reads:
-            more = True
-            break
-        read += 1
-        last = job_id
+
+    def resolve(job_id: str) -> JobStatus | None:
         status = read_status(counted, keys, job_id)
         if status is None and index_prefix is not None:
             status = read_delayed_status(counted, keys, job_id)
@@ -273,8 +269,26 @@ def search(
                 _forget_if_stale(counted, f"{index_prefix}{job_id}", job_id, now)
         if status is not None and index_prefix is not None and not status.tags:
             status = _tags_from_index(counted, keys, query, status)
-        if status is not None and query.matches(status):
-            found.append(status)
+        return status if status is not None and query.matches(status) else None
+
+    found: list[JobStatus] = []
+    read = 0
+    last: str | None = None
+    more = False
+    # Candidates are read READERS at a time, never more than the page can still use.
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        while True:
+            room = min(limit - len(found), max_reads - read)
+            if room <= 0:
+                more = next(ids, None) is not None
+                break
+            batch = list(islice(ids, room))
+            if not batch:
+                break
+            for job_id, status in zip(batch, pool.map(resolve, batch), strict=True):
+                read, last = read + 1, job_id
+                if status is not None:
+                    found.append(status)
     return SearchPage(
         query,
         tuple(found),

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import quote, unquote
 
+from pail.errors import AccessDeniedError
 from pail.keys import INDEX, MAX_ID_LENGTH, Keys
 from pail.store.base import Store
 from pail.tags import Tags, read_tags
+
+log = logging.getLogger("pail")
 
 TAG = "tag/"
 _EMPTY = b""
@@ -41,8 +45,15 @@ def write(store: Store, keys: Keys, job_id: str, tags: Tags) -> int:
 
 
 def forget(store: Store, key: str) -> None:
-    """Delete an entry whose job is gone (its result expired, or it never was)."""
-    store.delete(key)
+    """Delete an entry whose job is gone (its result expired, or it never was).
+
+    A reader not allowed to delete (``grant_read_status`` without ``grant_search``)
+    leaves it: the lifecycle rule on the index expires it anyway.
+    """
+    try:
+        store.delete(key)
+    except AccessDeniedError:
+        log.info("index entry %s names no job; not allowed to delete it", key)
 
 
 def parse_entry(keys: Keys, key: str) -> tuple[str, str, str] | None:
