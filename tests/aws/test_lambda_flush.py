@@ -36,7 +36,8 @@ def test_given_lease_removals_held_on_the_wire_when_invoked_then_it_returns_afte
 
     queue.flush = flush_seen  # type: ignore[method-assign]
     # Held until the flush starts: one at a time, so the pool of 3 never fills with holds.
-    held = Wire(queue.store.client).hold("DELETE", f"/run/{ids[-1]}", until=flushing)
+    # (Bounded at 30 s, reached only if no flush ever starts; then the asserts below fail.)
+    held = Wire(queue.store.client).hold("DELETE", f"/run/{ids[-1]}", until=flushing, wait=30)
     handler = lambda_worker(lambda payload: payload["n"], pail=queue, logger=log_capture.logger)
 
     summary = handler({}, FakeContext(remaining=900))
