@@ -70,6 +70,10 @@ def dashboard(
         f"pail dashboard of s3://{pail.bucket}: each link opens one session, once, within "
         "5 minutes; Enter prints a new one (Ctrl-C stops it)"
     )
+    if sys.stdin is not None and sys.stdin.isatty():
+        # Run in the background (`pail dashboard &`), a read of the terminal would stop the
+        # whole process (SIGTTIN); ignored, the read fails instead and only Enter stops working.
+        signal.signal(signal.SIGTTIN, signal.SIG_IGN)
     threading.Thread(target=_new_links, args=(server, out), daemon=True).start()
     folder = None
     # SIGTERM ends it like Ctrl-C does, through the finally below (the redirect file goes).
@@ -94,8 +98,11 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def _new_links(server: DashboardServer, out: Output) -> None:
     """Print a new one-time link for each line read on stdin (Enter), until it closes."""
-    for _ in sys.stdin:
-        out.line(server.link())
+    try:
+        for _ in sys.stdin:
+            out.line(server.link())
+    except (OSError, ValueError):  # a terminal we may not read (in the background), a closed stdin
+        return
 
 
 def write_redirect_file(folder: Path, link: str) -> Path:
