@@ -318,6 +318,10 @@ class PailFargateWorker(Construct):
             config.ENV_GRACE_PERIOD: seconds(grace),
             # Only a service's tasks can be protected (a RunTask task gets TASK_NOT_VALID).
             config.ENV_TASK_PROTECTION: str(parsed_mode is FargateWorkerMode.SERVICE).lower(),
+            # No reclaim pass in the task: the queue's scheduled reaper reclaims. A one-shot
+            # task would LIST run/ once per task, a service's task twice a minute (at the
+            # default 30 s timeout), for leases the reaper handles every reaper_schedule.
+            config.ENV_RECLAIM: "false",
         }
         if max_jobs is not None:
             runtime_env[config.ENV_MAX_JOBS] = str(max_jobs)

@@ -142,7 +142,13 @@ class PailWorkerFunction(Construct):
         )
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
         self.log_group.grant_write(self.role)
-        runtime_env = {config.ENV_SAFETY_MARGIN: seconds(safety_margin)}
+        runtime_env = {
+            config.ENV_SAFETY_MARGIN: seconds(safety_margin),
+            # No reclaim pass in the worker: the queue's scheduled reaper reclaims every
+            # reaper_schedule, and a pass here would LIST run/ once per cold start and per
+            # visibility timeout of every warm container, for leases the reaper handles anyway.
+            config.ENV_RECLAIM: "false",
+        }
         if max_jobs is not None:
             runtime_env[config.ENV_MAX_JOBS] = str(max_jobs)
         self.function = lambda_.Function(

@@ -35,6 +35,10 @@ ENV_ENDPOINT_URL = "PAIL_ENDPOINT_URL"
 ENV_VISIBILITY_TIMEOUT = "PAIL_VISIBILITY_TIMEOUT"
 ENV_MAX_RETRIES = "PAIL_MAX_RETRIES"
 ENV_SHARDS = "PAIL_SHARDS"
+ENV_RECLAIM = "PAIL_RECLAIM"
+"""Whether a worker's claims reclaim expired leases themselves, once per visibility timeout
+(true by default; ``pail.protocol.reclaim``). The construct's functions and tasks set it false:
+their scheduled reaper does that work."""
 ENV_HANDLER = "PAIL_HANDLER"
 ENV_WORKER_FUNCTION = "PAIL_WORKER_FUNCTION"
 ENV_SAFETY_MARGIN = "PAIL_SAFETY_MARGIN_SECONDS"
@@ -58,6 +62,8 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_ENDPOINT_URL,
     ENV_VISIBILITY_TIMEOUT,
     ENV_MAX_RETRIES,
+    ENV_SHARDS,
+    ENV_RECLAIM,
     ENV_HANDLER,
     ENV_WORKER_FUNCTION,
     ENV_SAFETY_MARGIN,
@@ -73,6 +79,8 @@ ALL_ENV_VARS: tuple[str, ...] = (
 
 DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
+DEFAULT_RECLAIM = True
+"""Claims reclaim expired leases (once per visibility timeout), as pailq 0.1.1's did."""
 UNLIMITED = "none"
 DEFAULT_POLL_INTERVAL = 20.0
 """The longest wait between two claims of an idle worker (``work``), in seconds."""
@@ -266,6 +274,8 @@ class Settings:
     shards: int | None = None
     """How many prefixes the queue's keys spread over (``pail.keys``; ``docs/scaling.md``).
     None: not given, so the queue's layout marker says (``pail.protocol.layout``)."""
+    reclaim: bool = DEFAULT_RECLAIM
+    """Whether claims reclaim expired leases themselves (``pail.protocol.reclaim``)."""
 
     @classmethod
     def from_env(
@@ -280,6 +290,7 @@ class Settings:
         region: str | None = None,
         profile: str | None = None,
         shards: int | None = None,
+        reclaim: bool | None = None,
     ) -> Settings:
         """Resolve each setting: the argument, then its ``PAIL_*`` variable in ``env`` (default
         ``os.environ``), then the default. ``max_retries=None`` is no ceiling, not "not given".
@@ -318,7 +329,17 @@ class Settings:
             shards=_validated_shards(
                 resolve(shards, ENV_SHARDS, env, default=None, parse=parse_shards)
             ),
+            reclaim=resolve_reclaim(reclaim, env),
         )
+
+
+def resolve_reclaim(choice: bool | None, env: Mapping[str, str] | None = None) -> bool:
+    """Whether claims reclaim: ``choice`` if given, else ``$PAIL_RECLAIM``, else true.
+
+    >>> resolve_reclaim(None, {}), resolve_reclaim(None, {"PAIL_RECLAIM": "false"})
+    (True, False)
+    """
+    return resolve(choice, ENV_RECLAIM, env, default=DEFAULT_RECLAIM, parse=parse_flag)
 
 
 def _validated_shards(shards: int | None) -> int | None:

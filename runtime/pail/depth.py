@@ -7,10 +7,13 @@ without bound. The reaper publishes depth every minute, so it reads at most
 backlog. A prefix with more keys than that is reported as a lower bound
 (``complete`` is False).
 
-The oldest pending age is measured on the server's clock (the listing's
-``Date`` minus the object's ``LastModified``), like lease expiry: it is how
-long the job has waited in its current pending entry, so a job requeued after
-a failed attempt counts from its requeue.
+Pending and delayed are told apart, and the oldest pending age measured, as
+``pail stats`` does (``pail.stats.waiting``, the one definition): a delayed
+job (its due time still to come) is not pending. The age is on the server's
+clock (the listing's ``Date`` minus the entry's ``LastModified``, or its due
+time if later), like lease expiry: it is how long the job has waited in its
+current pending entry, so a job requeued after a failed attempt counts from
+its requeue.
 
 Given the visibility timeout, it also counts the **live** leases: those
 written within the timeout (plus the one-second resolution of ``Date``). A
@@ -23,11 +26,10 @@ live leases mean a worker is running.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from pail.keys import DLQ, QUEUE, RUN, Keys
-from pail.protocol import delay
 from pail.protocol.reaper import CLOCK_RESOLUTION
+from pail.stats import waiting
 from pail.store.base import Store
 from pail.store.listing import pages
 
@@ -47,6 +49,8 @@ class Depth:
     complete: bool = True
     live: int | None = None
     """Leases renewed within the visibility timeout (workers at work); None if not measured."""
+    delayed: int = 0
+    """Entries whose due time is still to come: not pending yet (``pail.stats.waiting``)."""
 
     @property
     def working(self) -> int:
@@ -56,6 +60,7 @@ class Depth:
     def to_json(self) -> dict[str, object]:
         return {
             "pending": self.pending,
+            "delayed": self.delayed,
             "running": self.running,
             "live_leases": self.live,
             "dead_lettered": self.dead_lettered,
@@ -71,6 +76,8 @@ class _Count:
     oldest_age: float | None
     younger: int
     """How many were written at most ``live_within`` seconds ago."""
+    delayed: int = 0
+    """Of ``queue/``: entries not due yet, not counted in ``count``."""
 
 
 def measure_depth(
@@ -103,6 +110,7 @@ def measure_depth(
         oldest_pending_age=pending.oldest_age,
         complete=pending.complete and running.complete and dead.complete,
         live=None if live_within is None else running.younger,
+        delayed=pending.delayed,
     )
 
 
@@ -115,7 +123,7 @@ def _count(
     *,
     live_within: float | None = None,
 ) -> _Count:
-    count = younger = 0
+    count = younger = delayed = 0
     oldest: float | None = None
     complete = False
     for page in pages(store, keys.prefix(state), max_keys=page_size, max_pages=max_pages):
@@ -123,14 +131,16 @@ def _count(
         for item in page.items:
             if keys.entry_id(item.key, state) is None:
                 continue  # a console "folder" or a nested key: not a job
+            since = item.last_modified
+            if state == QUEUE:
+                entry = waiting(keys, item, page.server_time)
+                if entry is None or entry.since is None:
+                    delayed += entry is not None
+                    continue  # not due yet: not pending, as pail stats counts it
+                since = entry.since
             count += 1
             written = (page.server_time - item.last_modified).total_seconds()
             younger += live_within is not None and written <= live_within
-            since = item.last_modified
-            delayed = delay.parse(keys, item.key) if state == QUEUE else None
-            if delayed is not None:
-                # A delayed job waits from its due time, not from its enqueue.
-                since = max(since, datetime.fromtimestamp(delayed[0] / 1000, UTC))
             age = max(0.0, (page.server_time - since).total_seconds())
             oldest = age if oldest is None else max(oldest, age)
-    return _Count(count, complete, oldest, younger)
+    return _Count(count, complete, oldest, younger, delayed)

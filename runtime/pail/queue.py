@@ -33,6 +33,7 @@ from pail.config import (
     DEFAULT_VISIBILITY_TIMEOUT,
     OVERLAP_THREADS,
     Settings,
+    resolve_reclaim,
 )
 from pail.drain import Handler, Polling, ProcessLimits, drain
 from pail.errors import (
@@ -52,6 +53,7 @@ from pail.protocol.delay import find as find_delayed
 from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
 from pail.protocol.lease import Lease
 from pail.protocol.overlap import FLUSH_TIMEOUT, Overlap, Threads
+from pail.protocol.reclaim import Reclaimer
 from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
@@ -59,7 +61,7 @@ from pail.stats import Stats, count_jobs, entries
 from pail.status import JobStatus, locate, read_delayed_status, read_status
 from pail.store.base import Store
 from pail.store.client import build_client
-from pail.store.s3 import Mode, S3Store, validate_bucket_name
+from pail.store.s3 import Mode, S3Store, store_for, validate_bucket_name
 from pail.tags import Tags
 from pail.tags import validate as validate_tags
 
@@ -96,16 +98,28 @@ class Pail:
 
     def __init__(
         self,
-        store: Store,
+        bucket: str | Store,
+        client: S3Client | None = None,
         *,
-        queue: str = "",
         visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
         max_retries: int | None = DEFAULT_MAX_RETRIES,
+        queue: str = "",
         clock: Clock | None = None,
         owner: str | None = None,
         retry_policy: RetryPolicy | None = None,
         shards: int | None = None,
+        reclaim: bool | None = None,
     ) -> None:
+        """A queue on a bucket and a boto3 S3 client (pailq 0.1.1's constructor), or on a ``Store``.
+
+        ``Pail("jobs", boto3.client("s3"))`` is 0.1.1's form; ``Pail(store)``
+        (a ``MemoryStore``, an ``S3Store``) is pail's; ``Pail.connect`` builds
+        the client for you. ``reclaim`` (default ``$PAIL_RECLAIM``, else
+        true): claims reclaim expired leases themselves, at most once per
+        visibility timeout (``pail.protocol.reclaim``); turn it off where a
+        scheduled reaper runs.
+        """
+        self._store = _store_of(bucket, client)
         try:
             self._keys = Keys(queue, shards=1 if shards is None else shards)
         except ValueError as exc:
@@ -117,7 +131,6 @@ class Pail:
         self._layout_lock = threading.Lock()
         self._layout_known = shards is not None
         self._marker_due = shards is not None and shards > 1
-        self._store = store
         self._policy = Policy(
             validate_max_retries(max_retries),
             validate_visibility_timeout(visibility_timeout),
@@ -129,6 +142,13 @@ class Pail:
         self._overlaps: list[Overlap] = []
         self._overlaps_lock = threading.Lock()
         self._reaper: Reaper | None = None
+        self._reclaims = resolve_reclaim(reclaim)
+        self._reclaimer = Reclaimer(
+            self.reap,
+            interval=self._policy.visibility_timeout,
+            monotonic=self._clock.monotonic,
+            now=self._clock.now,
+        )
         self.write_stats = WriteStats()
 
     @classmethod
@@ -148,6 +168,7 @@ class Pail:
         client: S3Client | None = None,
         retry_policy: RetryPolicy | None = None,
         shards: int | None = None,
+        reclaim: bool | None = None,
     ) -> Pail:
         """Connect to the queue in ``bucket``. Only this method builds a boto3 client.
 
@@ -158,6 +179,7 @@ class Pail:
         of two; 1 is the flat layout): see ``docs/scaling.md``. Not given,
         the count the queue's layout marker records is used (one shard if
         there is none), read once, at the first operation that needs it.
+        ``reclaim`` is as in the constructor.
         """
         validate_bucket_name(bucket)
         if client is None:
@@ -176,6 +198,7 @@ class Pail:
             max_retries=max_retries,
             retry_policy=retry_policy,
             shards=shards,
+            reclaim=reclaim,
         )
 
     @classmethod
@@ -193,6 +216,7 @@ class Pail:
             visibility_timeout=settings.visibility_timeout,
             max_retries=settings.max_retries,
             shards=settings.shards,
+            reclaim=settings.reclaim,
         )
 
     # -- properties ---------------------------------------------------------
@@ -247,15 +271,33 @@ class Pail:
 
     @property
     def mode(self) -> Mode:
+        """``Mode.EXPRESS`` for a directory bucket (its name ends in ``--x-s3``), else ``Mode.STANDARD``."""
         return Mode.for_bucket(self._store.bucket)
 
     @property
     def visibility_timeout(self) -> float:
+        """Seconds a lease lives without renewal: a worker silent longer is taken for dead."""
         return self._policy.visibility_timeout
 
     @property
+    def heartbeat_interval(self) -> float:
+        """Seconds between two renewals of a running job's lease: ``visibility_timeout / 3``."""
+        return self._policy.visibility_timeout / 3
+
+    @property
     def max_retries(self) -> int | None:
+        """Retries after the first attempt before a job is dead-lettered; None: no ceiling."""
         return self._policy.max_retries
+
+    @property
+    def reclaims(self) -> bool:
+        """Whether claims reclaim expired leases themselves, once per visibility timeout."""
+        return self._reclaims
+
+    @property
+    def last_reclaim(self) -> datetime | None:
+        """When this queue's last reclaim pass started (its clock), None before the first."""
+        return self._reclaimer.last_reclaim
 
     # -- producing ----------------------------------------------------------
 
@@ -467,6 +509,8 @@ class Pail:
         taken, paused, a delayed entry, a key of no pending job...). An entry
         that is gone costs one GET. See ``pail.protocol.claim``.
         """
+        # No reclaim pass here: a named claim makes no listing (the event-driven
+        # worker Lambda runs beside the scheduled reaper); ``claim`` and ``poll`` do.
         claimer = self._claimer()
         return self._message(claimer, claimer.claim_key(key))
 
@@ -477,8 +521,13 @@ class Pail:
         return None if claimer is None else claimer.named
 
     def _claim(self, *, polling: bool) -> Message | None:
+        self._before_claim()
         claimer = self._claimer()
         return self._message(claimer, claimer.claim(polling=polling))
+
+    def _before_claim(self) -> None:
+        if self._reclaims:
+            self._reclaimer.before_claim()  # one clock read, and a pass once per interval
 
     def _message(self, claimer: Claimer, lease: Lease | None) -> Message | None:
         if lease is None:
@@ -640,6 +689,11 @@ class Pail:
     def stats(self) -> Stats:
         """Count the jobs in each state by listing every prefix of this queue.
 
+        pailq 0.1.1's tuple: ``pending, running, done, failed, oldest_pending =
+        pail.stats()``, ``oldest_pending`` the age of the oldest pending job (a
+        ``timedelta``, None when none waits); ``delayed``, ``cancelled`` and
+        ``oldest_pending_at`` are attributes. See ``pail.stats``.
+
         Keys that name no job (the S3 console's zero-byte folders) are not
         counted. Telling a cancelled job from a success costs one HEAD per
         ``done/`` object of a marker's size; nothing else is read.
@@ -647,6 +701,14 @@ class Pail:
         return count_jobs(self._store, self.keys)
 
     # -- operating ----------------------------------------------------------
+
+    def reclaim(self) -> ReapReport:
+        """Recover expired leases now (pailq 0.1.1's name): one reaper pass, whatever the throttle.
+
+        Claims call it themselves once per visibility timeout unless
+        ``reclaim=False``; this pass counts as theirs (``last_reclaim``).
+        """
+        return self._reclaimer.reclaim()
 
     def reap(self) -> ReapReport:
         """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent."""
@@ -931,6 +993,19 @@ def _batch_tags(
             f"enqueue_many: tags must be one mapping or one per payload ({count}), got {tags!r:.80}"
         )
     return [validate_tags(item) for item in tags]
+
+
+def _store_of(bucket: str | Store, client: S3Client | None) -> Store:
+    if isinstance(bucket, str):
+        if client is None:
+            raise ConfigurationError(
+                f"Pail({bucket!r}) needs a boto3 S3 client: Pail({bucket!r}, boto3.client('s3')), "
+                f"or Pail.connect({bucket!r}) to build one"
+            )
+        return store_for(bucket, client)
+    if client is not None:
+        raise ConfigurationError("Pail(store, client): a Store brings its own client; pass one")
+    return bucket
 
 
 def _validate_job_timeout(job_timeout: float | None) -> None:

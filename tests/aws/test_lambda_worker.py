@@ -210,8 +210,11 @@ def test_given_an_empty_queue_when_invoked_then_one_list_suffices_and_zero_count
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     counter = RequestCounter()
-    # PAIL_SHARDS as PailQueue sets it: no read of the layout marker.
-    queue = Pail.connect(bucket, client=counter.attach(make_client(s3_server)), shards=1)
+    # PAIL_SHARDS and PAIL_RECLAIM as PailQueue sets them: no read of the layout marker,
+    # and no reclaim pass (the construct's scheduled reaper reclaims).
+    queue = Pail.connect(
+        bucket, client=counter.attach(make_client(s3_server)), shards=1, reclaim=False
+    )
     handler = lambda_worker(double, pail=queue, logger=log_capture.logger)
 
     summary = handler({}, FakeContext())

@@ -66,6 +66,7 @@ def test_given_pending_running_and_dead_jobs_when_the_reaper_runs_then_it_publis
 
     assert summary["depth"] == {
         "pending": 2,
+        "delayed": 0,
         "running": 1,
         "live_leases": 1,
         "dead_lettered": 1,

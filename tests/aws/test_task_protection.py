@@ -198,7 +198,8 @@ def test_given_a_run_that_fails_on_a_claim_when_it_stops_then_no_protection_is_l
                 raise AccessDeniedError("s3:ListBucket revoked mid-run")
             return super().list(prefix, **kwargs)
 
-    queue = Pail(RevokedAfterOneListing("jobs"), shards=1)
+    # As the construct's Fargate task runs it: no reclaim pass (its scheduled reaper reclaims).
+    queue = Pail(RevokedAfterOneListing("jobs"), shards=1, reclaim=False)
     queue.enqueue({"n": 1})
     protection = protection_of(agent)
     protected_then: list[bool] = []

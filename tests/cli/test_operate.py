@@ -38,7 +38,7 @@ def test_given_jobs_in_every_state_when_stats_json_then_counts_match(
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert (data["pending"], data["running"], data["done"], data["failed"]) == (2, 0, 1, 1)
-    assert data["oldest_pending"] is not None
+    assert data["oldest_pending_age"] >= 0 and data["oldest_pending_at"] is not None
 
 
 def test_given_jobs_when_stats_human_then_a_table_names_the_bucket_and_counts(
@@ -87,7 +87,7 @@ def test_given_watch_off_a_terminal_when_stats_then_plain_lines(
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert len(lines) == 2
-    assert all("pending=1 running=0 done=0 failed=0" in line for line in lines)
+    assert all("pending=1 delayed=0 running=0 done=0 failed=0" in line for line in lines)
 
 
 def test_given_nothing_running_when_reap_then_reports_an_empty_complete_pass(

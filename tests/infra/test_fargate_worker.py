@@ -38,6 +38,7 @@ def test_given_the_example_service_when_synthesised_then_tasks_run_work_with_the
         config.ENV_HANDLER: "report:run",
         config.ENV_GRACE_PERIOD: "115",
         config.ENV_TASK_PROTECTION: "true",
+        config.ENV_RECLAIM: "false",  # the scheduled reaper reclaims
     }
     assert container["LogConfiguration"]["LogDriver"] == "awslogs"
     assert container["LogConfiguration"]["Options"]["awslogs-stream-prefix"] == "pail"
@@ -60,6 +61,7 @@ def test_given_once_mode_when_synthesised_then_the_task_runs_work_once(
     assert container["Command"] == ["pail", "work-once", "--handler", "report:run"]
     assert _environment(container)[config.ENV_QUEUE] == "exports"
     assert _environment(container)[config.ENV_TASK_PROTECTION] == "false"
+    assert _environment(container)[config.ENV_RECLAIM] == "false"  # one LIST less per task
     template = variants.template("Once")
     template.resource_count_is("AWS::ECS::Service", 0)
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)

@@ -33,6 +33,8 @@ def test_given_worker_when_synthesised_then_it_runs_the_users_handler_with_the_r
                     config.ENV_MAX_RETRIES: "3",
                     config.ENV_SHARDS: "1",
                     config.ENV_SAFETY_MARGIN: "60",
+                    # The scheduled reaper reclaims: no reclaim pass per cold start.
+                    config.ENV_RECLAIM: "false",
                 }
             },
         },

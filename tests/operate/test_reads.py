@@ -31,7 +31,7 @@ def test_given_every_state_when_census_then_each_state_counted_exactly(
     # pending: two plain jobs and the retry; dead: the poison job and the three
     # foreign records with job-like names; running: the lease and pailq's NaN lease.
     assert (census.pending.value, census.delayed.value, census.running.value) == (3, 1, 2)
-    assert (census.done.value, census.dead_lettered.value, census.cancelled.value) == (2, 4, 1)
+    assert (census.done.value, census.failed.value, census.cancelled.value) == (2, 4, 1)
     assert census.foreign.value == 5  # the 4 folder markers and queue/photos/cat.jpg
     assert all(
         count.exact for count in (census.pending, census.done, census.cancelled, census.foreign)

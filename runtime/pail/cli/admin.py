@@ -19,6 +19,7 @@ from pail.operate.text import duration, one_line
 from pail.output import Column, Output, state_text
 from pail.protocol.pause import is_paused
 from pail.queue import Pail
+from pail.stats import OLDEST_PENDING, STATES
 
 
 def _row_cells(row: JobRow) -> list[str]:
@@ -215,17 +216,12 @@ def queues(ctx: click.Context, bucket: str | None) -> None:
     def human() -> None:
         if not rows:
             out.line(f"no pail queue in s3://{name}/")
-        names = ["pending", "delayed", "running", "done", "dead", "cancelled", "oldest pending"]
-        names.append("paused")
+        # The states under the names and in the order of pail stats and the dashboard.
+        names = [*STATES, OLDEST_PENDING, "paused"]
         table = [
             [
                 escape(queue_label(namespace)),
-                str(census.pending),
-                str(census.delayed),
-                str(census.running),
-                str(census.done),
-                str(census.dead_lettered),
-                str(census.cancelled),
+                *(str(census.of(state)) for state in STATES),
                 duration(census.oldest_pending_age),
                 "paused" if paused else "-",
             ]

@@ -16,10 +16,11 @@ from rich.text import Text
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket
 from pail.cli.params import Seconds
 from pail.cli.pause import pause_json, pause_text
-from pail.output import Column, Output, age, to_json_text
+from pail.operate.text import duration
+from pail.output import Column, Output, to_json_text
 from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
-from pail.stats import Stats
+from pail.stats import OLDEST_PENDING, STATES, Stats
 
 
 def stats_title(pail: Pail) -> str:
@@ -27,35 +28,36 @@ def stats_title(pail: Pail) -> str:
     return f"s3://{pail.bucket}/{pail.keys.root}  ({pail.mode.value})"
 
 
+STATE_STYLES = {
+    "pending": "yellow",
+    "delayed": "yellow",
+    "running": "cyan",
+    "done": "green",
+    "failed": "red",
+    "cancelled": "magenta",
+}
+
+
 def stats_cells(
     stats: Stats, rate: float | None = None, *, with_rate: bool = False
 ) -> tuple[list[Column], list[str]]:
-    """The queue's counts as columns and one row of cells; ``with_rate`` adds done/s."""
-    columns = [
-        Column(name, justify="right", style=style)
-        for name, style in (
-            ("pending", "yellow"),
-            ("delayed", "yellow"),
-            ("running", "cyan"),
-            ("done", "green"),
-            ("failed", "red"),
-            ("cancelled", "magenta"),
-        )
-    ]
-    columns.append(Column("oldest pending", justify="right"))
-    cells = [
-        str(stats.pending),
-        str(stats.delayed),
-        str(stats.running),
-        str(stats.done),
-        str(stats.failed),
-        str(stats.cancelled),
-    ]
-    cells.append(age(stats.oldest_pending) if stats.oldest_pending else "-")
+    """The queue's counts as columns and one row of cells; ``with_rate`` adds done/s.
+
+    The columns are ``pail.stats.STATES``, as ``pail queues`` and the dashboard show them.
+    """
+    columns = [Column(state, justify="right", style=STATE_STYLES[state]) for state in STATES]
+    columns.append(Column(OLDEST_PENDING, justify="right"))
+    cells = [str(stats.of(state)) for state in STATES]
+    cells.append(_age(stats))
     if with_rate:
         columns.append(Column("done/s", justify="right"))
         cells.append("-" if rate is None else f"{rate:.1f}")
     return columns, cells
+
+
+def _age(stats: Stats) -> str:
+    age = stats.oldest_pending
+    return "-" if age is None else duration(age.total_seconds())
 
 
 def stats_table(
@@ -72,11 +74,8 @@ def stats_table(
 
 def stats_line(stats: Stats, rate: float | None = None) -> str:
     """The queue's counts as one plain line, for logs and pipes."""
-    line = (
-        f"pending={stats.pending} running={stats.running} done={stats.done} "
-        f"failed={stats.failed} delayed={stats.delayed} cancelled={stats.cancelled} "
-        f"oldest_pending={age(stats.oldest_pending)}"
-    )
+    counts = " ".join(f"{state}={stats.of(state)}" for state in STATES)
+    line = f"{counts} oldest_pending={_age(stats)}"
     return line if rate is None else f"{line} done_per_s={rate:.1f}"
 
 
@@ -153,8 +152,10 @@ def stats(
 ) -> None:
     """Count the jobs in each state, and the age of the oldest pending job.
 
-    "delayed" counts the pending jobs whose due time is still to come;
-    "done" counts successes (cancelled jobs have their own column).
+    "pending" counts the jobs a worker could claim now, "delayed" those
+    whose due time is still to come; "done" counts successes (cancelled
+    jobs have their own column), "failed" dead letters. pail queues and the
+    dashboard count the same states under the same names.
 
     With --watch it refreshes in place on a terminal, prints one line per
     refresh when piped, and one JSON object per refresh with --json. Each

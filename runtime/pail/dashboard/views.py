@@ -26,6 +26,7 @@ from pail.operate.queues import queue_label
 from pail.operate.snapshot import Census, Count
 from pail.operate.text import duration, one_line
 from pail.protocol.pause import PauseState
+from pail.stats import OLDEST_PENDING, STATES
 from pail.status import JobStatus
 
 DEFAULT_QUEUE_SLUG = "_"
@@ -172,16 +173,8 @@ def _count(count: Count, href: str | None = None, label: str = "") -> str:
     return text
 
 
-CENSUS_COLUMNS = (
-    "pending",
-    "delayed",
-    "running",
-    "done",
-    "dead-lettered",
-    "cancelled",
-    "foreign",
-    "oldest pending",
-)
+CENSUS_COLUMNS = (*STATES, "foreign", OLDEST_PENDING)
+"""The states as ``pail stats`` and ``pail queues`` name them (``pail.stats``), then foreign keys."""
 
 
 def census_cells(namespace: str, census: Census) -> str:
@@ -190,7 +183,7 @@ def census_cells(namespace: str, census: Census) -> str:
         _count(census.delayed, jobs_path(namespace, JobKind.DELAYED), "delayed"),
         _count(census.running, jobs_path(namespace, JobKind.RUNNING), "running"),
         _count(census.done, jobs_path(namespace, JobKind.DONE), "done"),
-        _count(census.dead_lettered, f"{queue_path(namespace)}/dlq", "dead-lettered"),
+        _count(census.failed, f"{queue_path(namespace)}/dlq", "failed"),
         _count(census.cancelled, jobs_path(namespace, JobKind.CANCELLED), "cancelled"),
         _count(census.foreign),
         _e(duration(census.oldest_pending_age)),

@@ -31,6 +31,7 @@ from pail.operate.objects import (
 )
 from pail.operate.snapshot import PAGE_SIZE, Scan, enqueued_at
 from pail.protocol.delay import HIGH_DUE
+from pail.stats import waiting
 from pail.store.base import ObjectInfo, Store
 from pail.store.listing import pages
 
@@ -138,8 +139,8 @@ def classify(
     if job_id_of(keys, info.key) is None:
         return FOREIGN
     if prefix == QUEUE:
-        due = due_of(keys, info.key)
-        return JobKind.DELAYED if due is not None and due > now else JobKind.PENDING
+        entry = waiting(keys, info, now)  # the one definition, shared with pail stats
+        return JobKind.DELAYED if entry is not None and entry.delayed else JobKind.PENDING
     if prefix == RUN:
         return JobKind.RUNNING
     if prefix == DLQ:

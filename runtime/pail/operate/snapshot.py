@@ -22,7 +22,8 @@ from typing import Any
 from pail.codec import OUTCOME_CANCELLED, OUTCOME_DEAD, OUTCOME_SUCCEEDED
 from pail.ids import ulid_time
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
-from pail.operate.objects import Budget, JobKind, Reader, due_of, job_id_of
+from pail.operate.objects import Budget, JobKind, Reader, job_id_of
+from pail.stats import STATES, waiting
 from pail.store.base import ObjectInfo, Store
 from pail.store.listing import pages
 
@@ -87,25 +88,22 @@ class Census:
     delayed: Count
     running: Count
     done: Count
-    dead_lettered: Count
+    failed: Count
+    """Dead letters (``dlq/``), named as ``pail stats`` names them (``pail.stats.STATES``)."""
     cancelled: Count
     foreign: Count
     oldest_pending_age: float | None
     """Seconds the oldest claimable entry has waited (server clock); None when none waits."""
 
+    def of(self, state: str) -> Count:
+        """The count of ``state``, one of ``pail.stats.STATES``."""
+        if state not in STATES:
+            raise ValueError(f"unknown state {state!r}: one of {', '.join(STATES)}")
+        count: Count = getattr(self, state)
+        return count
+
     def to_json(self) -> dict[str, Any]:
-        counts = {
-            name: getattr(self, name).to_json()
-            for name in (
-                "pending",
-                "delayed",
-                "running",
-                "done",
-                "dead_lettered",
-                "cancelled",
-                "foreign",
-            )
-        }
+        counts = {name: getattr(self, name).to_json() for name in (*STATES, "foreign")}
         return {**counts, "oldest_pending_age": self.oldest_pending_age}
 
 
@@ -173,16 +171,15 @@ def _count(
     pending = delayed = foreign = 0
     oldest: float | None = None
     for item in queue.items:
-        if job_id_of(keys, item.key) is None:
+        entry = waiting(keys, item, now)  # the one definition, shared with pail stats
+        if entry is None:
             foreign += 1
             continue
-        due = due_of(keys, item.key)
-        if due is not None and due > now:
+        if entry.since is None:
             delayed += 1
             continue
         pending += 1
-        since = max(item.last_modified, due) if due is not None else item.last_modified
-        age = max(0.0, (now - since).total_seconds())
+        age = max(0.0, (now - entry.since).total_seconds())
         oldest = age if oldest is None else max(oldest, age)
     running = sum(1 for item in run.items if job_id_of(keys, item.key) is not None)
     dead = sum(1 for item in dlq.items if job_id_of(keys, item.key) is not None)
@@ -213,7 +210,7 @@ def _count(
         delayed=Count(delayed, queue.complete),
         running=Count(running, run.complete),
         done=Count(succeeded, done.complete and unknown == 0),
-        dead_lettered=Count(dead, dlq.complete),
+        failed=Count(dead, dlq.complete),
         cancelled=Count(cancelled, done.complete and unknown == 0),
         foreign=Count(foreign, all_listed),
         oldest_pending_age=oldest,

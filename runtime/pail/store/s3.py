@@ -99,6 +99,28 @@ def validate_bucket_name(bucket: str) -> str:
     return bucket
 
 
+def store_for(bucket: str, client: object) -> S3Store:
+    """The store of ``Pail(bucket, client)`` (pailq 0.1.1's constructor): ``client`` is a boto3 S3 client.
+
+    The bucket name is checked here, and so is the client, so that a wrong
+    argument fails at construction with a clear error, not at the first request.
+
+    >>> store_for("jobs", object())
+    Traceback (most recent call last):
+    ...
+    pail.errors.ConfigurationError: Pail(bucket, client): client must be a boto3 S3 client (boto3.client("s3")), got object
+    """
+    validate_bucket_name(bucket)
+    meta = getattr(client, "meta", None)
+    if not callable(getattr(client, "put_object", None)) or meta is None:
+        raise ConfigurationError(
+            'Pail(bucket, client): client must be a boto3 S3 client (boto3.client("s3")), '
+            f"got {type(client).__name__}"
+        )
+    s3_client: S3Client = client  # type: ignore[assignment]  # checked above, as far as duck typing goes
+    return S3Store(s3_client, bucket)
+
+
 def _server_time(response: Mapping[str, Any]) -> datetime:
     headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
     date = headers.get("date")
