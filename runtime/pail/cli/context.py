@@ -56,8 +56,13 @@ class Options:
     def output(self) -> Output:
         return Output(json_mode=self.json, debug=self.debug)
 
-    def settings(self, bucket: str, env: Mapping[str, str] | None = None) -> Settings:
-        """Resolve the queue settings: these options, then ``PAIL_*`` variables, then defaults."""
+    def settings(
+        self, bucket: str, env: Mapping[str, str] | None = None, *, reclaim: bool | None = None
+    ) -> Settings:
+        """Resolve the queue settings: these options, then ``PAIL_*`` variables, then defaults.
+
+        ``reclaim`` is the worker commands' ``--reclaim/--no-reclaim``.
+        """
         return Settings.from_env(
             env,
             bucket=bucket,
@@ -70,11 +75,12 @@ class Options:
             region=self.region,
             profile=self.profile,
             shards=None if self.shards is None else parse_shards(self.shards, "--shards"),
+            reclaim=reclaim,
         )
 
-    def connect(self, bucket: str) -> Pail:
+    def connect(self, bucket: str, *, reclaim: bool | None = None) -> Pail:
         """A ``Pail`` for ``bucket`` with these options; boto3 finds credentials as usual."""
-        return Pail.from_settings(self.settings(bucket))
+        return Pail.from_settings(self.settings(bucket, reclaim=reclaim))
 
 
 def options(ctx: click.Context) -> Options:

@@ -75,6 +75,13 @@ def _worker_options[F: Callable[..., Any]](func: F) -> F:
             help=f"Fail an attempt whose handler runs longer [env {config.ENV_JOB_TIMEOUT}].",
         ),
         click.option(
+            "--reclaim/--no-reclaim",
+            default=None,
+            help="Recover expired leases from the claims, at most one pass per visibility "
+            f"timeout [env {config.ENV_RECLAIM}; default: on]. Off where a scheduled reaper "
+            "runs (pail reap --every, the construct's reaper).",
+        ),
+        click.option(
             "--log-level",
             type=click.Choice(worker_log.LEVELS),
             default=None,
@@ -108,7 +115,7 @@ def _start_line(pail: Pail, spec: str, *, once: bool, poll_interval: float) -> N
     queue = pail.keys.root.rstrip("/") or "(default)"
     retries = "none" if pail.max_retries is None else str(pail.max_retries)
     log.info(
-        "pail %s: bucket %s, queue %s, handler %s; visibility timeout %g s, max retries %s%s",
+        "pail %s: bucket %s, queue %s, handler %s; visibility timeout %g s, max retries %s%s%s",
         "work-once" if once else "work",
         pail.bucket,
         queue,
@@ -116,6 +123,11 @@ def _start_line(pail: Pail, spec: str, *, once: bool, poll_interval: float) -> N
         pail.visibility_timeout,
         retries,
         "" if once else f", polling every {poll_interval:g} s at most when idle",
+        (
+            f"; reclaiming expired leases every {pail.visibility_timeout:g} s"
+            if pail.reclaims
+            else "; not reclaiming (a scheduled reaper does)"
+        ),
         extra={"bucket": pail.bucket, "queue": queue, "handler": spec},
     )
 
@@ -137,6 +149,7 @@ def _run(
     idle_every: float | None = None,
     metrics: str | None = None,
     metrics_every: float | None = None,
+    reclaim: bool | None = None,
 ) -> None:
     opts = options(ctx)
     level = log_level or ("debug" if opts.debug else "info")
@@ -154,6 +167,7 @@ def _run(
             idle_every=idle_every,
             metrics=metrics,
             metrics_every=metrics_every,
+            reclaim=reclaim,
         )
         unrecorded = f", {summary.unrecorded} not recorded" if summary.unrecorded else ""
         log.info(
@@ -184,6 +198,7 @@ def _serve(
     idle_every: float | None,
     metrics: str | None,
     metrics_every: float | None,
+    reclaim: bool | None = None,
 ) -> Tally:
     reporter = None
     emf: EmfReporter | None = None
@@ -198,7 +213,7 @@ def _serve(
         if not settings.handler:
             raise ConfigurationError(f"no handler: pass --handler or set {config.ENV_HANDLER}")
         function = runner.load_handler(settings.handler)
-        pail = opts.connect(resolve_bucket(bucket))
+        pail = opts.connect(resolve_bucket(bucket), reclaim=reclaim)
         _start_line(pail, settings.handler, once=once, poll_interval=poll_interval)
         mode = config.resolve(
             parse_mode(metrics) if metrics else None,
