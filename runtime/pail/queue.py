@@ -144,7 +144,7 @@ class Pail:
         self._reaper: Reaper | None = None
         self._reclaims = resolve_reclaim(reclaim)
         self._reclaimer = Reclaimer(
-            self.reap,
+            self._reclaim_leases,
             interval=self._policy.visibility_timeout,
             monotonic=self._clock.monotonic,
             now=self._clock.now,
@@ -703,7 +703,7 @@ class Pail:
     # -- operating ----------------------------------------------------------
 
     def reclaim(self) -> ReapReport:
-        """Recover expired leases now (pailq 0.1.1's name): one reaper pass, whatever the throttle.
+        """Recover expired leases now (pailq 0.1.1's name): one pass over the leases, whatever the throttle.
 
         Claims call it themselves once per visibility timeout unless
         ``reclaim=False``; this pass counts as theirs (``last_reclaim``).
@@ -711,7 +711,17 @@ class Pail:
         return self._reclaimer.reclaim()
 
     def reap(self) -> ReapReport:
-        """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent."""
+        """Reclaim expired leases: requeue their jobs, or dead-letter them if retries are spent.
+
+        Then run the schedules' due ticks (``pail.protocol.schedules``).
+        """
+        return self._the_reaper().reap()
+
+    def _reclaim_leases(self) -> ReapReport:
+        # The workers' pass (and reclaim()) is 0.1.1's: the leases only, no schedule ticks.
+        return self._the_reaper().reclaim_leases()
+
+    def _the_reaper(self) -> Reaper:
         if self._reaper is None:
             from pail.protocol.reaper import Reaper
             from pail.protocol.schedules import Ticker
@@ -724,7 +734,7 @@ class Pail:
                 stats=self.write_stats,
                 ticker=Ticker(self._store, keys, stats=self.write_stats),
             )
-        return self._reaper.reap()
+        return self._reaper
 
     # -- schedules (pail.protocol.schedules, docs/schedules.md) ---------------
 

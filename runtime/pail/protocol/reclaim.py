@@ -5,9 +5,10 @@ throttled to one pass per ``Pail`` per visibility timeout, and a 0.1.1
 deployment is workers and nothing else. pail keeps that promise with the same
 shape: a ``Pail`` whose claims reclaim (the default; ``reclaim=False``,
 ``PAIL_RECLAIM=false`` or ``pail work --no-reclaim`` turn it off) runs one
-pass of the reaper (``protocol.reaper``, unchanged: the same fence, the same
-bounded pages) before a claim, **at most once per interval**, the visibility
-timeout. Every other claim pays one clock read, so a claim stays O(1) in the
+pass of the reaper over the leases (``Reaper.reclaim_leases``, unchanged: the
+same fence, the same bounded pages; not the schedules' ticks, which stay the
+scheduled reaper's) before a claim, **at most once per interval**, the
+visibility timeout. Every other claim pays one clock read, so a claim stays O(1) in the
 backlog and in the number of running jobs; the pass itself costs what a
 reaper pass costs (one LIST of ``run/`` while it fits in a page, plus a GET,
 a PUT and the transition's writes per expired lease).
