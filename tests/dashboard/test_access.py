@@ -241,3 +241,16 @@ def test_given_the_status_page_then_it_has_its_own_origin_and_a_strict_policy(
     assert policy["connect-src"] == s3_server.endpoint_url.rstrip("/")  # the bucket's endpoint only
     assert headers["referrer-policy"] == "no-referrer" and "set-cookie" not in headers
     assert on_forms_origin[0] == 404
+
+
+@pytest.mark.parametrize("path", ["//attacker.example/x", "/\\attacker.example/x"])
+def test_given_a_link_whose_path_names_another_host_when_opened_then_it_stays_on_this_server(
+    server: DashboardServer, path: str
+) -> None:
+    token = urlsplit(server.link()).query
+
+    status, headers, body = request(server, "GET", f"{path}?{token}")
+
+    target = re.search(r'content="0;url=([^"]*)"', body)
+    assert status == 200 and "set-cookie" in headers and target is not None
+    assert target.group(1).startswith("/") and not target.group(1).startswith(("//", "/\\"))

@@ -134,13 +134,16 @@ class _Handler(BaseHTTPRequestHandler):
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "same-origin")
-        self.send_header("X-Frame-Options", "DENY")
-        for name, value in (headers or {}).items():
+        sent = {
+            "Content-Type": content_type,
+            "Content-Length": str(len(body)),
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+            "X-Frame-Options": "DENY",
+            **(headers or {}),  # a page may set its own policy: one header each, never two
+        }
+        for name, value in sent.items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
@@ -228,7 +231,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self._on_dashboard_host():
             self._html(
-                403, views.error_page(None, 403, "This dashboard answers on 127.0.0.1 only.")
+                403,
+                views.error_page(
+                    None, 403, "This dashboard answers on the host name of its link only."
+                ),
             )
             return
         if method == "GET" and path.startswith("/static/"):
@@ -245,7 +251,9 @@ class _Handler(BaseHTTPRequestHandler):
         token = query.get("token", [""])[0]
         if method == "GET" and token:
             rest = {k: v for k, v in query.items() if k != "token"}
-            target = path + (f"?{urlencode(rest, doseq=True)}" if rest else "")
+            # Only a path of this server: "//host/..." would send the browser elsewhere.
+            local = path.startswith("/") and not path.startswith("//") and "\\" not in path
+            target = (path if local else "/") + (f"?{urlencode(rest, doseq=True)}" if rest else "")
             opened = access.redeem(token) if session is None else None
             if opened is not None:
                 cookie = f"{COOKIE}={opened}; HttpOnly; SameSite=Strict; Path=/"
