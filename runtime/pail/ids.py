@@ -103,9 +103,13 @@ def validate_job_id(job_id: str, *, stored: bool = False) -> str:
             f"invalid job id {job_id!r}: not valid UTF-8 text (at character {exc.start})"
         ) from None
     first = job_id[0]
-    if not stored and (first in RESERVED_FIRST or first <= " "):
-        what = repr(first) if first in RESERVED_FIRST else "a space or control character"
+    if not stored and first in RESERVED_FIRST:
         raise ConfigurationError(
-            f"invalid job id {job_id!r}: it starts with {what}, which pail reserves for its own keys"
+            f"invalid job id {job_id!r}: it starts with {first!r}, which pail reserves for its own keys"
+        )
+    if not stored and first <= " ":
+        raise ConfigurationError(
+            f"invalid job id {job_id!r}: it starts with a space or control character, which sorts "
+            "before pail's own keys (high-priority entries must list first)"
         )
     return job_id
