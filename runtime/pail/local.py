@@ -6,6 +6,13 @@ wraps moto's WSGI app so that every mutating request (anything but GET, HEAD
 and OPTIONS) runs under one lock, which makes each conditional write atomic
 as it is on S3. Reads stay concurrent.
 
+moto's server also answers CORS for any origin and any method, and checks no
+signature, so any web page the operator visits could write and delete the
+local bucket's objects. ``BrowserGuard`` answers CORS instead: by default a
+page may send only GET and HEAD (what the status page needs), and only from
+this machine (``CorsPolicy``; ``pail server --cors-method/--cors-origin``
+allow more).
+
 ``LocalS3`` starts the server in a child process on a free 127.0.0.1 port
 (the child binds port 0 and reports the port it got) and stops it on exit::
 
@@ -25,12 +32,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 from pail.config import ENV_ENDPOINT_URL
 from pail.errors import ConfigurationError, StorageError
+from pail.status_page import EXPOSED_HEADERS
 
 LOOPBACK = "127.0.0.1"
 ACCESS_KEY = "pail-local"
@@ -58,8 +68,148 @@ class SerialisedWrites:
             return list(self._app(environ, start_response))
 
 
-def build_app() -> WSGIApp:
-    """moto's S3 WSGI application wrapped in ``SerialisedWrites``."""
+# -- which browser pages may use the server ------------------------------------
+
+CORS_READ_METHODS: tuple[str, ...] = ("GET", "HEAD")
+"""What ``pail server`` lets a browser page do by default: what the status page needs."""
+CORS_METHODS: tuple[str, ...] = ("GET", "HEAD", "PUT", "POST", "DELETE")
+"""What a flag may add (``--cors-method``)."""
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_CORS_MAX_AGE = "300"
+
+
+def is_loopback_origin(origin: str) -> bool:
+    """True for a page served from this machine: ``http(s)://`` 127.0.0.1, localhost, ::1, *.localhost.
+
+    >>> is_loopback_origin("http://127.0.0.1:8123"), is_loopback_origin("https://example.com")
+    (True, False)
+    >>> is_loopback_origin("null"), is_loopback_origin("http://127.0.0.1.example.com")
+    (False, False)
+    """
+    try:
+        parts = urlsplit(origin)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not one
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or host is None or parts.path not in ("", "/"):
+        return False
+    return host in _LOOPBACK_HOSTS or host.endswith(".localhost")
+
+
+@dataclass(frozen=True, slots=True)
+class CorsPolicy:
+    """Which browser pages may send which requests to the local server.
+
+    The server checks no signature (moto accepts any request), so what a web
+    page may send it is what any site the operator visits may do to the
+    local bucket. By default: GET and HEAD (the status page polls with GET),
+    from pages served on this machine. ``methods`` adds more (PUT, POST,
+    DELETE let a page write and delete objects); ``origins`` adds pages
+    served elsewhere, exactly as a browser spells their origin, or ``*`` for any.
+    """
+
+    methods: frozenset[str] = frozenset(CORS_READ_METHODS)
+    origins: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, methods: Iterable[str] = (), origins: Iterable[str] = ()) -> CorsPolicy:
+        """The default policy plus ``methods`` and ``origins``; a method not in ``CORS_METHODS`` is refused."""
+        extra = {method.upper() for method in methods}
+        unknown = sorted(extra - set(CORS_METHODS))
+        if unknown:
+            raise ConfigurationError(
+                f"CORS method {', '.join(unknown)} is not one of {', '.join(CORS_METHODS)}"
+            )
+        return cls(frozenset(CORS_READ_METHODS) | extra, frozenset(origins))
+
+    def allows_origin(self, origin: str) -> bool:
+        return "*" in self.origins or origin in self.origins or is_loopback_origin(origin)
+
+    def allows(self, origin: str, method: str) -> bool:
+        """Whether a page at ``origin`` may send a ``method`` request."""
+        return method in self.methods and self.allows_origin(origin)
+
+    def arguments(self) -> list[str]:
+        """This policy as ``python -m pail.local`` options."""
+        args = []
+        for method in sorted(self.methods - set(CORS_READ_METHODS)):
+            args += ["--cors-method", method]
+        for origin in sorted(self.origins):
+            args += ["--cors-origin", origin]
+        return args
+
+
+class BrowserGuard:
+    """WSGI middleware: answers CORS by ``CorsPolicy`` and refuses what it does not allow.
+
+    moto's server answers CORS for every origin and every method, so any web
+    page could PUT and DELETE objects of the local bucket. Only browsers send
+    ``Origin`` (SDKs and curl do not), and they send it on every cross-origin
+    request that could change something, preflighted (PUT, DELETE) or not (a
+    form's POST): a request with an ``Origin`` the policy does not allow is
+    refused here, before moto sees it, so even a request a browser sends
+    without asking first cannot write.
+    """
+
+    def __init__(self, app: WSGIApp, policy: CorsPolicy | None = None) -> None:
+        self._app = app
+        self.policy = policy or CorsPolicy()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is None:
+            return self._app(environ, start_response)  # not a browser page: S3 as it is
+        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+        asked = environ.get("HTTP_ACCESS_CONTROL_REQUEST_METHOD")
+        if method == "OPTIONS" and asked:
+            return self._preflight(environ, start_response, origin, str(asked).upper())
+        if not self.policy.allows(origin, method):
+            return self._refuse(start_response, origin, method)
+
+        def with_cors(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            kept = [(k, v) for k, v in headers if not k.lower().startswith("access-control-")]
+            kept += self._allow_headers(origin)
+            kept.append(("Access-Control-Expose-Headers", ", ".join(EXPOSED_HEADERS)))
+            return start_response(status, kept, exc_info)
+
+        return self._app(environ, with_cors)
+
+    def _allow_headers(self, origin: str) -> list[tuple[str, str]]:
+        return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+
+    def _preflight(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], origin: str, asked: str
+    ) -> list[bytes]:
+        if not self.policy.allows(origin, asked):
+            return self._refuse(start_response, origin, asked)
+        headers = [
+            *self._allow_headers(origin),
+            ("Access-Control-Allow-Methods", ", ".join(sorted(self.policy.methods))),
+            ("Access-Control-Max-Age", _CORS_MAX_AGE),
+            ("Content-Length", "0"),
+        ]
+        wanted = environ.get("HTTP_ACCESS_CONTROL_REQUEST_HEADERS")
+        if wanted:
+            headers.append(("Access-Control-Allow-Headers", str(wanted)))
+        start_response("200 OK", headers)
+        return [b""]
+
+    def _refuse(self, start_response: Callable[..., Any], origin: str, method: str) -> list[bytes]:
+        body = (
+            f"pail server: a page at {origin} may not send {method} requests here "
+            f"(browser pages may send {', '.join(sorted(self.policy.methods))}, from pages on "
+            "this machine; pail server --cors-method/--cors-origin allow more)\n"
+        ).encode()
+        start_response(
+            "403 Forbidden",
+            [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+
+def build_app(cors: CorsPolicy | None = None) -> WSGIApp:
+    """moto's S3 WSGI application in ``SerialisedWrites``, behind a ``BrowserGuard`` for ``cors``."""
     try:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -68,7 +218,7 @@ def build_app() -> WSGIApp:
         ) from exc
     # An S3-only app: every request is S3, signed or presigned, whatever its Host.
     app: WSGIApp = DomainDispatcherApplication(create_backend_app)
-    return SerialisedWrites(app)
+    return BrowserGuard(SerialisedWrites(app), cors)
 
 
 def exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
@@ -127,13 +277,16 @@ def serve(
     buckets: Iterable[str] = (),
     port_file: str | None = None,
     on_listening: Callable[[str], None] | None = None,
+    cors: CorsPolicy | None = None,
 ) -> None:
     """Run the server in the foreground until interrupted, creating ``buckets`` once it listens.
 
     ``port`` 0 takes any free port; the one bound is in the "listening on"
     line, passed to ``on_listening(endpoint)``, and written to ``port_file``
     (whoever started this process reads it there: no port is chosen before
-    it is bound, so no other process can take it in between).
+    it is bound, so no other process can take it in between). ``cors`` says
+    what browser pages may send (``CorsPolicy``; default: GET and HEAD from
+    pages on this machine).
     """
     from werkzeug.serving import WSGIRequestHandler, make_server
 
@@ -141,7 +294,8 @@ def serve(
         def log_request(self, *args: Any, **kwargs: Any) -> None:
             pass
 
-    server = make_server(host, port, build_app(), threaded=True, request_handler=QuietHandler)
+    app = build_app(cors)
+    server = make_server(host, port, app, threaded=True, request_handler=QuietHandler)
     endpoint = f"http://{host}:{server.server_port}"
     if on_listening is not None:
         on_listening(endpoint)
@@ -222,8 +376,15 @@ class LocalS3(LoopbackEndpoint):
     test worker's server.
     """
 
-    def __init__(self, port: int | None = None, *, startup_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        startup_timeout: float = 30.0,
+        cors: CorsPolicy | None = None,
+    ) -> None:
         self.host = LOOPBACK
+        self.cors = cors or CorsPolicy()
         self.port = 0
         self._requested = port or 0
         self._startup_timeout = startup_timeout
@@ -247,6 +408,7 @@ class LocalS3(LoopbackEndpoint):
             str(port_file),
             "--parent-pid",
             str(os.getpid()),
+            *self.cors.arguments(),
         ]
         # A file, not a pipe: nobody reads the server's stderr while it runs,
         # and a full pipe would block the server the next time it logs.
@@ -319,10 +481,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--port-file", default=None, help="write the port bound here (with --port 0: any free one)"
     )
+    parser.add_argument(
+        "--cors-method",
+        action="append",
+        default=[],
+        choices=CORS_METHODS,
+        help="let browser pages send this method too (default: GET and HEAD only)",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        help="let pages from this origin (or '*': any) use the server (default: this machine's)",
+    )
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         exit_with_parent(args.parent_pid)
-    serve(args.host, args.port, buckets=args.bucket, port_file=args.port_file)
+    cors = CorsPolicy.of(args.cors_method, args.cors_origin)
+    serve(args.host, args.port, buckets=args.bucket, port_file=args.port_file, cors=cors)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ from its fragment and polls them straight from the browser: no backend in
 the loop. ``docs/status-page.md`` documents the JSON it reads.
 
 The bucket's CORS rule must allow GET from the page's origin
-(``cors_rule``). pail's embedded local server (moto) answers CORS for every
-origin, so the page works against it as is.
+(``cors_rule``). pail's embedded local server answers CORS for pages served
+on this machine (GET and HEAD: ``pail.local.CorsPolicy``), so the page
+served here works against it as is.
 
 ``serve_status_page`` is what ``pail url BUCKET ID --page`` and ``pail demo
 --open-status`` use::

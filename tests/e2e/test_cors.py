@@ -58,10 +58,10 @@ def test_given_the_page_rule_on_seaweedfs_then_only_the_page_origin_may_read(
     assert cors_answer(urls["pending"], OTHER, "OPTIONS")[1] is None
 
 
-def test_given_the_page_rule_on_moto_then_moto_lets_any_origin_read(
+def test_given_the_page_rule_on_the_embedded_server_then_any_page_of_this_machine_reads(
     s3_server: LocalS3, bucket: str
 ) -> None:
-    """moto's server adds its own blanket CORS (flask-cors) in front of S3's."""
+    """moto ignores the rule; ``pail.local`` answers CORS itself: loopback pages, GET and HEAD."""
     make_client(s3_server).put_bucket_cors(
         Bucket=bucket, CORSConfiguration={"CORSRules": [cors_rule([PAGE])]}
     )
@@ -70,3 +70,4 @@ def test_given_the_page_rule_on_moto_then_moto_lets_any_origin_read(
     assert cors_answer(urls["pending"], PAGE) == (200, PAGE)
     assert cors_answer(urls["pending"], OTHER) == (200, OTHER)
     assert cors_answer(urls["done"], OTHER) == (404, OTHER)
+    assert cors_answer(urls["pending"], "https://elsewhere.example") == (403, None)

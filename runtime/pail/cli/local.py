@@ -10,7 +10,7 @@ import click
 from pail.cli.context import global_options, options
 from pail.cli.exit_codes import CommandError, ExitCode
 from pail.cli.params import Seconds
-from pail.local import LOOPBACK, local_env_lines
+from pail.local import CORS_METHODS, LOOPBACK, local_env_lines
 
 
 def should_hold(flag: bool | None, *, interactive: bool, json_mode: bool) -> bool:
@@ -65,9 +65,30 @@ def _check_free(host: str, port: int) -> None:
     metavar="NAME",
     help="Create this bucket once the server listens (repeat for more).",
 )
+@click.option(
+    "--cors-method",
+    "cors_methods",
+    multiple=True,
+    type=click.Choice(CORS_METHODS, case_sensitive=False),
+    help="Let browser pages send this method too, e.g. PUT (repeat for more) [default: GET, HEAD].",
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Let pages from this origin use the server ('*': any) [default: pages on this machine].",
+)
 @global_options
 @click.pass_context
-def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -> None:
+def server(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    buckets: tuple[str, ...],
+    cors_methods: tuple[str, ...],
+    cors_origins: tuple[str, ...],
+) -> None:
     """Run the embedded local S3 server in the foreground (Ctrl-C stops it).
 
     It is moto's S3 with every write serialised, so conditional writes are
@@ -76,11 +97,17 @@ def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -
 
     \b
       pail server --bucket jobs
+
+    It checks no signature, so browser pages are held to what the status
+    page needs: GET and HEAD, from pages served on this machine. Any other
+    request that carries a page's Origin is refused (403), so a web page
+    you visit cannot write or delete the bucket's objects.
     """
-    from pail.local import serve
+    from pail.local import CorsPolicy, serve
     from pail.store.s3 import validate_bucket_name
 
     require_local_extra("server")
+    cors = CorsPolicy.of(cors_methods, cors_origins)
     for bucket in buckets:
         validate_bucket_name(bucket)
     out = options(ctx).output()
@@ -94,7 +121,7 @@ def server(ctx: click.Context, host: str, port: int, buckets: tuple[str, ...]) -
             out.note(f"  export PAIL_BUCKET={buckets[0]}")
 
     try:
-        serve(host, port, buckets=buckets, on_listening=listening)
+        serve(host, port, buckets=buckets, on_listening=listening, cors=cors)
     except OSError as exc:
         raise CommandError(f"cannot listen on {host}:{port}: {exc}") from exc
     except ImportError as exc:

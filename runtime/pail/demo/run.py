@@ -372,8 +372,9 @@ def status_pages(
 ) -> None:
     """Serve the browser status page for the killed worker's job and the dead letter.
 
-    The page polls the local server straight from the browser (moto answers
-    any origin, as the PailQueue construct's CORS rule lets a page on AWS).
+    The page polls the local server straight from the browser: ``pail.local``
+    lets pages served on this machine GET and HEAD, as the PailQueue
+    construct's CORS rule lets a page on AWS.
     """
     from pail.status_page import serve_status_page
 
