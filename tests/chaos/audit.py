@@ -16,7 +16,10 @@ SIGKILLed, and when (not the ones it stops at the end).
 The rules (``audit``):
 
 * **ran without a lease**: an execution whose start names no lease (a handler
-  run outside a claim) is a violation;
+  run outside a claim) is a violation. One whose lease had already run out by
+  its own estimate as it started (a claim slowed past the visibility timeout)
+  is a zombie from its start: allowed, counted (``started_expired``), and its
+  lease protects nothing;
 * **overlap with a live lease**: an execution that starts before an earlier
   execution's lease of the same job was surely over (its ``live``) is a
   violation, whether the earlier one still runs or was killed: a killed
@@ -76,6 +79,8 @@ class Audit:
 
     executions: int = 0
     jobs_run: int = 0
+    started_expired: int = 0
+    """Runs whose lease had already run out (by their own estimate) as the handler started."""
     duplicates: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
@@ -161,6 +166,9 @@ def audit(
     for execution in executions:
         by_call[execution.call].append(execution)
     report.jobs_run = len(by_call)
+    report.started_expired = sum(
+        execution.lease is not None and execution.live == -math.inf for execution in executions
+    )
     for call, runs in sorted(by_call.items()):
         runs.sort(key=lambda execution: execution.started)
         for index, later in enumerate(runs):

@@ -88,6 +88,7 @@ class ChaosReport:
     reaper_passes: int = 0
     executions: int = 0
     jobs_run: int = 0
+    started_expired: int = 0
     duplicates: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     violation_kinds: Counter[str] = field(default_factory=Counter)
@@ -113,7 +114,8 @@ class ChaosReport:
             f"  requests through the proxy {self.faults['requests']}, faults injected: {faults}\n"
             f"  executions {self.executions} of {self.jobs_run} jobs, duplicates explained "
             f"{sum(self.duplicates.values())} ({dict(self.duplicates)}), violations "
-            f"{len(self.violations)} ({dict(self.violation_kinds)})\n"
+            f"{len(self.violations)} ({dict(self.violation_kinds)}), started with the lease "
+            f"already run out {self.started_expired}\n"
             f"  lost {len(self.lost)}, stuck {len(self.stuck)}, results changed "
             f"{len(self.changed)} of {self.sampled} sampled"
             + ("\n  STOPPED PROGRESSING before every job was terminal" if self.timed_out else "")
@@ -353,6 +355,7 @@ def _audit(
     lines = record.read_text().splitlines() if record.exists() else []
     found = audit(read_executions(lines), killed, winners)
     report.executions, report.jobs_run = found.executions, found.jobs_run
+    report.started_expired = found.started_expired
     report.duplicates, report.violations = found.duplicates, found.violations
     report.violation_kinds = found.kinds
 

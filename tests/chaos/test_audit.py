@@ -165,3 +165,15 @@ def test_given_the_old_audits_blind_spots_then_neither_explains_a_duplicate() ->
 
     assert found.kinds == {"overlap with a live lease": 1}
     assert found.duplicates == {}
+
+
+def test_given_a_run_that_started_with_its_lease_run_out_then_a_zombie_from_its_start() -> None:
+    found = run(
+        [
+            start_line(7, 100, 10.0, lease("a", None), JOB),  # a claim slowed past the timeout
+            start_line(7, 200, 10.5, lease("b", 12.0), JOB),
+        ]
+    )
+
+    assert found.violations == [] and found.duplicates == {ZOMBIE: 1}
+    assert found.started_expired == 1
