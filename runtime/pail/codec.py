@@ -13,6 +13,7 @@ the same bytes, so an ETag names one write, never a value that could come back
 from __future__ import annotations
 
 import math
+import re
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -93,6 +94,37 @@ def marker_token(body: bytes) -> str | None:
     return "".join(
         f"{high * 4 + low:x}" for high, low in zip(digits[::2], digits[1::2], strict=True)
     )
+
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+MAX_TRACESTATE = 512
+
+
+def read_trace(value: object) -> dict[str, str]:
+    """A W3C trace context read back from the bucket (``pail.tracing``): valid, else ``{}``.
+
+    Only ``traceparent`` and ``tracestate``; anything else, or either malformed, is dropped.
+
+    >>> read_trace({"traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"})["traceparent"][:5]
+    '00-aa'
+    >>> read_trace({"traceparent": "<script>"}), read_trace("junk")
+    ({}, {})
+    """
+    if not isinstance(value, dict):
+        return {}
+    parent = value.get("traceparent")
+    if not isinstance(parent, str) or not _TRACEPARENT.match(parent):
+        return {}
+    carrier = {"traceparent": parent}
+    state = value.get("tracestate")
+    if (
+        isinstance(state, str)
+        and 0 < len(state) <= MAX_TRACESTATE
+        and state.isascii()
+        and state.isprintable()
+    ):
+        carrier["tracestate"] = state
+    return carrier
 
 
 _MARKER_SIZES = frozenset({len(MARKER_VALUE), len(marker_body(new_token()))})
@@ -280,6 +312,8 @@ class Envelope:
     """Set by ``cancel``: the claim that reads it finishes the cancellation instead of running it."""
     tags: Tags = field(default_factory=dict)
     """The producer's tags (``pail.tags``); pailq 0.1.1 reads past the field."""
+    trace: dict[str, str] = field(default_factory=dict)
+    """The producer's W3C trace context (``pail.tracing``), when it was traced."""
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {"payload": self.payload, "attempts": self.attempts}
@@ -288,6 +322,8 @@ class Envelope:
             data["enqueued_at"] = self.enqueued_at
         if self.tags:
             data["tags"] = self.tags
+        if self.trace:
+            data["trace"] = self.trace
         if self.last_error:
             data["last_error"] = self.last_error.to_json()
         if self.redriven:
@@ -320,6 +356,7 @@ class Envelope:
             write=fields.text("w", "") or "",
             cancelled=fields.flag("cancelled"),
             tags=read_tags(fields.data.get("tags")),
+            trace=read_trace(fields.data.get("trace")),
         )
 
 
@@ -360,6 +397,7 @@ class LeaseRecord:
     raw: str | None = None
     """Foreign bytes this ``dying`` lease quarantines: whoever finishes it keeps them in ``dlq/``."""
     tags: Tags = field(default_factory=dict)
+    trace: dict[str, str] = field(default_factory=dict)
 
     @property
     def attempts_used(self) -> int:
@@ -402,6 +440,8 @@ class LeaseRecord:
             data["raw"] = self.raw
         if self.tags:
             data["tags"] = self.tags
+        if self.trace:
+            data["trace"] = self.trace
         data["w"] = self.write
         return dumps(data)
 
@@ -436,6 +476,7 @@ class LeaseRecord:
             uncounted=fields.flag("uncounted"),
             raw=fields.text("raw"),
             tags=read_tags(fields.data.get("tags")),
+            trace=read_trace(fields.data.get("trace")),
         )
 
     def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:
@@ -446,6 +487,7 @@ class LeaseRecord:
             last_error=last_error,
             redriven=self.redriven,
             tags=self.tags,
+            trace=self.trace,
         )
 
 
@@ -462,6 +504,7 @@ class DeadLetter:
     redriven: int = 0
     write: str = field(default_factory=new_token)
     tags: Tags = field(default_factory=dict)
+    trace: dict[str, str] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {
@@ -480,6 +523,8 @@ class DeadLetter:
             data["redriven"] = self.redriven
         if self.tags:
             data["tags"] = self.tags
+        if self.trace:
+            data["trace"] = self.trace
         data["w"] = self.write
         return dumps(data)
 
@@ -502,6 +547,7 @@ class DeadLetter:
             redriven=fields.count("redriven"),
             write=fields.text("w", "") or "",
             tags=read_tags(fields.data.get("tags")),
+            trace=read_trace(fields.data.get("trace")),
         )
 
     @classmethod

@@ -69,7 +69,7 @@ from enum import StrEnum
 from types import FrameType
 from typing import Any, Protocol
 
-from pail import log_keys
+from pail import log_keys, tracing
 from pail.clock import Clock, SystemClock
 from pail.codec import RUNNING, encode_result
 from pail.config import DEFAULT_MIN_POLL_INTERVAL, DEFAULT_POLL_INTERVAL
@@ -474,6 +474,7 @@ def _drain(
         if reason is not None:
             tally.stop_reason = reason
             return tally
+        claim_ns = tracing.claim_started()
         try:
             message = claim()
         except StorageError as exc:
@@ -501,15 +502,28 @@ def _drain(
         # The claim itself can be slow (S3 throttling, botocore backing off): a
         # job claimed past the point where none may start must not start.
         late = limits.stop_reason()
+        tracing.claimed(message.destination, message.id, message.attempt, claim_ns, message.trace)
         with log_keys.about_job(message.id, message.attempt):
             if late is not None:
                 report = _release(
                     message, f"claimed too late to start: {late.value}", 0.0, started=False
                 )
             else:
-                report = _run(
-                    message, handler, limits, observer, job_timeout, clock, tick, interrupts
-                )
+                with tracing.processing(
+                    message.destination, message.id, message.attempt, message.trace
+                ) as attempt:
+                    report = _run(
+                        message,
+                        handler,
+                        limits,
+                        observer,
+                        job_timeout,
+                        clock,
+                        tick,
+                        interrupts,
+                        attempt,
+                    )
+                    attempt.outcome(report.outcome.value, report.error)
             tally.add(report)
             observer.settled(report)
         if report.storage_error is not None and polling is None:
@@ -533,6 +547,7 @@ def _run(
     clock: Clock,
     tick: float,
     interrupts: Interrupts,
+    attempt: tracing.Attempt | None = None,
 ) -> JobReport:
     started = False
     try:
@@ -546,6 +561,7 @@ def _run(
             clock=clock,
             tick=tick,
             interrupts=interrupts,
+            trace_context=attempt.context() if attempt is not None else None,
         )
     except BaseException as exc:
         # Never leave a claimed job behind a heartbeat that outlives the loop.
@@ -578,15 +594,17 @@ def supervise(
     clock: Clock | None = None,
     tick: float = TICK,
     interrupts: Interrupts = Interrupts.PROPAGATE,
+    trace_context: Any = None,
 ) -> JobReport:
     """Run ``handler`` on one claimed job and settle it; give the lease back if time runs out.
 
     A handler's ``KeyboardInterrupt`` or ``SystemExit`` is raised here, its
     job given back unstarted, unless ``interrupts`` is ``Interrupts.FAIL``.
+    ``trace_context`` (``pail.tracing.Attempt.context``) is the context the handler runs in.
     """
     now = (clock or SystemClock()).monotonic
     job = JobContext(message, threading.Event())
-    call = _Call(handler, job, now)
+    call = _Call(handler, job, now, trace_context)
     started = now()
     try:
         call.start()  # in the try: a handler may interrupt this thread before start() returns
@@ -616,7 +634,14 @@ def supervise(
 class _Call:
     """The handler, running on one job in a daemon thread of its own."""
 
-    def __init__(self, handler: Handler, job: JobContext, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        job: JobContext,
+        clock: Callable[[], float],
+        trace_context: Any = None,
+    ) -> None:
+        self._trace_context = trace_context
         self._handler = handler
         self._job = job
         self._clock = clock
@@ -636,6 +661,8 @@ class _Call:
         # abandoned after a release keeps its job here, never the next one's.
         _current.set(self._job)
         log_keys.set_job(self._job.message.id, self._job.message.attempt)
+        # The handler's spans are children of its attempt's (pail.tracing).
+        token = tracing.attach(self._trace_context)
         started = self._clock()
         try:
             result = self._handler(self._job.message.payload)
@@ -646,8 +673,10 @@ class _Call:
             self.result = result
         except BaseException as exc:  # noqa: BLE001 - handed to the supervisor, which records it on the job
             self.error = exc
+            tracing.record(exc)
         finally:
             self.duration = self._clock() - started
+            tracing.detach(token)
             self.finished.set()
 
 
@@ -666,7 +695,8 @@ def _finish(message: Message, call: _Call) -> JobReport:
     except PayloadError as exc:
         return _fail(message, exc, call.duration)
     try:
-        recorded = message.complete(call.result)
+        with tracing.settling(message.destination, message.id, "complete"):
+            recorded = message.complete(call.result)
     except PailError as exc:
         # The heartbeat has stopped: the lease expires and the reaper retries the job.
         log.error("job %s: could not record its result: %s", message.id, exc)
@@ -681,7 +711,8 @@ def _finish(message: Message, call: _Call) -> JobReport:
 def _fail(message: Message, error: BaseException, duration: float) -> JobReport:
     described = _describe(error)
     try:
-        ending = message.fail(error)
+        with tracing.settling(message.destination, message.id, "fail"):
+            ending = message.fail(error)
     except PailError as exc:
         log.error(
             "job %s: could not record its failure (%s); the reaper retries it when its lease expires",
@@ -697,7 +728,8 @@ def _fail(message: Message, error: BaseException, duration: float) -> JobReport:
 def _release(message: Message, reason: str, duration: float, *, started: bool = True) -> JobReport:
     outcome = Outcome.RELEASED if started else Outcome.RETURNED
     try:
-        ending = message.release(reason, started=started)
+        with tracing.settling(message.destination, message.id, "release"):
+            ending = message.release(reason, started=started)
     except PailError as exc:
         log.error(
             "job %s: could not release its lease (%s); the reaper retries it when the lease expires",

@@ -67,6 +67,16 @@ class Message:
         return self._lease.record.payload
 
     @property
+    def trace(self) -> dict[str, str]:
+        """The producer's W3C trace context (``pail.tracing``); empty when it was not traced."""
+        return self._lease.record.trace
+
+    @property
+    def destination(self) -> str:
+        """The bucket and queue, as the job's spans name them (``pail.tracing.destination``)."""
+        return f"{self._store.bucket}/{self._keys.namespace or '(default)'}"
+
+    @property
     def attempt(self) -> int:
         """This attempt's number: 1 for the first run, 2 for the first retry, ..."""
         return self._lease.record.attempt

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pail import tracing
 from pail.bounds import (
     validate_count,
     validate_expiry,
@@ -329,16 +330,21 @@ class Pail:
         due = due_for(priority, due_time(delay, not_before, now=now))
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due, tags=checked).id
-        return put_pending(
-            self._store,
-            self._write_keys(),
-            payload,
-            new_job_id(),
-            now=now,
-            due=due,
-            stats=self.write_stats,
-            tags=checked,
-        )
+        with tracing.sending(self._destination()) as trace:
+            job_id = put_pending(
+                self._store,
+                self._write_keys(),
+                payload,
+                new_job_id(),
+                now=now,
+                due=due,
+                stats=self.write_stats,
+                tags=checked,
+                trace=trace,
+            )
+            if trace is not None:
+                tracing.sent(job_id)
+            return job_id
 
     def enqueue_once(
         self,
@@ -362,16 +368,21 @@ class Pail:
         now = self._clock.now()
         if due is None:
             due = due_for(priority, due_time(delay, not_before, now=now))
-        return dedup.enqueue_keyed(
-            self._store,
-            self._write_keys(),
-            payload,
-            key,
-            now=now,
-            due=due,
-            stats=self.write_stats,
-            tags=checked,
-        )
+        with tracing.sending(self._destination()) as trace:
+            made = dedup.enqueue_keyed(
+                self._store,
+                self._write_keys(),
+                payload,
+                key,
+                now=now,
+                due=due,
+                stats=self.write_stats,
+                tags=checked,
+                trace=trace,
+            )
+            if trace is not None:
+                tracing.sent(made.id)
+            return made
 
     def forget_key(self, key: str) -> None:
         """Forget dedup ``key``: the next enqueue with it creates a new job."""
@@ -416,11 +427,18 @@ class Pail:
                 now=now,
                 stats=self.write_stats,
                 tags=labels[job_id_index[job_id]],
+                trace=trace,
             )
 
         job_id_index = {job_id: n for n, job_id in enumerate(chosen)}
+        if not payloads:
+            return []
+        # One send span for the batch: every job carries its context.
+        with tracing.sending(self._destination(), len(payloads)) as trace:
+            return enqueue_many(put, payloads, chosen, max_workers=max_workers)
 
-        return enqueue_many(put, payloads, chosen, max_workers=max_workers)
+    def _destination(self) -> str:
+        return tracing.destination(self.bucket, self.namespace)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job; True if it is cancelled, False if it had already ended.

@@ -542,6 +542,7 @@ class Claimer:
             error=envelope.last_error,
             redriven=envelope.redriven,
             tags=envelope.tags,
+            trace=envelope.trace,
         )
         try:
             body = record.encode()

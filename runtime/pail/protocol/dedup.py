@@ -84,6 +84,7 @@ def enqueue_keyed(
     due: datetime | None = None,
     stats: WriteStats | None = None,
     tags: Tags | None = None,
+    trace: dict[str, str] | None = None,
 ) -> EnqueueResult:
     """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring.
 
@@ -93,7 +94,9 @@ def enqueue_keyed(
     record_key = keys.dedup(digest(key))
     jsonsafe.check_value(payload, "payload")
     job_id = new_job_id()
-    envelope = Envelope(payload=payload, enqueued_at=now.isoformat(), tags=tags or {})
+    envelope = Envelope(
+        payload=payload, enqueued_at=now.isoformat(), tags=tags or {}, trace=trace or {}
+    )
     token = new_token()
     fields: dict[str, Any] = {"id": job_id, "key": key, "envelope": json.loads(envelope.encode())}
     if due is not None:
@@ -185,5 +188,10 @@ def _decode(body: bytes) -> tuple[str, Envelope, datetime | None]:
         due = validate_due(datetime.fromisoformat(due_text), "due") if due_text else None
     except (DecodeError, ConfigurationError, PayloadError, ValueError, TypeError) as exc:
         raise DecodeError(f"dedup key record is unreadable: {exc}") from None
-    kept = Envelope(payload=envelope.payload, enqueued_at=envelope.enqueued_at, tags=envelope.tags)
+    kept = Envelope(
+        payload=envelope.payload,
+        enqueued_at=envelope.enqueued_at,
+        tags=envelope.tags,
+        trace=envelope.trace,
+    )
     return job_id, kept, due

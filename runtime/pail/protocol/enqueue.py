@@ -61,6 +61,7 @@ def put_pending(
     due: datetime | None = None,
     stats: WriteStats | None = None,
     tags: Tags | None = None,
+    trace: dict[str, str] | None = None,
 ) -> str:
     """Create the job's pending entry (create-only); its id, or an error.
 
@@ -73,7 +74,9 @@ def put_pending(
     (``pail.protocol.index``): an untagged job makes this one PUT only.
     """
     check_value(payload, "payload")
-    envelope = Envelope(payload=payload, enqueued_at=now.isoformat(), tags=tags or {})
+    envelope = Envelope(
+        payload=payload, enqueued_at=now.isoformat(), tags=tags or {}, trace=trace or {}
+    )
     body = envelope.encode()
     key = keys.queue(job_id) if due is None else delay.delayed_key(keys, due, job_id)
     if envelope.tags:

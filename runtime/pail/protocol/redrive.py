@@ -78,6 +78,7 @@ def redrive(
         enqueued_at=letter.enqueued_at,
         redriven=life,
         tags=letter.tags,
+        trace=letter.trace,
     )
     written = put_conditional(
         store,

@@ -186,6 +186,7 @@ def dead_letter(
         raw=raw,
         redriven=record.redriven,
         tags=record.tags,
+        trace=record.trace,
     )
     _write_letter(store, keys, letter, stats)
     if redrive.later_life(store, keys, job_id, record.redriven):
