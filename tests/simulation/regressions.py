@@ -387,13 +387,14 @@ REGRESSIONS = (
     ),
     Regression(
         "handler-starts-before-the-delete-answers",
-        175,
+        96,
         Kind.RETRY_POLICY,
         "The claim sends its DELETE of the entry beside the HEAD of done/ (issue 17) but starts "
         "the handler without waiting for the DELETE's answer. The DELETE fails (a 409, then a "
         "5xx, past the client's tries): the entry stays beside the running job, and once the "
         "attempt settles the job runs again from it: attempt 2 twice, past max_retries.",
         _handler_starts_before_the_delete_answers,
+        search=1000,
     ),
     Regression(
         "redrive-deletes-a-cancellation",

@@ -37,6 +37,7 @@ from pail.store.base import ListPage, ObjectInfo, StoredObject, WriteResult
 from pail.store.memory import MemoryStore
 from tests.simulation import scheduler as _scheduler
 from tests.simulation.scheduler import Actor, Scheduler
+from tests.support.shuffled_store import ShuffledStore
 
 EPOCH = _scheduler.EPOCH
 
@@ -127,8 +128,13 @@ class SimStore:
         self._resolution = clock_resolution
         self.script = script
         """Forces faults on chosen tries (set after construction by a harness that aims them)."""
-        self._inner = MemoryStore(
-            bucket, now=self.server_now, ordered_listing=ordered_listing, seed=rng.getrandbits(32)
+        seed = rng.getrandbits(32)
+        # A directory bucket lists in no order across the whole prefix, not only within
+        # a sorted page: ShuffledStore ranks every key by a salted hash (its docstring).
+        self._inner: MemoryStore = (
+            MemoryStore(bucket, now=self.server_now, seed=seed)
+            if ordered_listing
+            else ShuffledStore(bucket, salt=str(seed), now=self.server_now, seed=seed)
         )
         self.faults = faults or FaultRates()
         self.latency = latency or Latency()
