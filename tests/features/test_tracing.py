@@ -102,6 +102,32 @@ def test_given_a_traced_producer_when_pail_work_runs_the_jobs_then_one_trace_fro
     assert len(worker_spans) == 2 * 4
 
 
+def test_given_a_traced_producer_when_the_worker_lambda_runs_the_job_then_its_span_links_the_producer(
+    s3_server: LocalS3, bucket: str
+) -> None:
+    connect = s3_server.connect_kwargs()
+    (job_id,), producer_spans = _run(
+        "produce",
+        {"bucket": bucket, "connect": connect, "payloads": [{"n": 1}]},
+        s3_server.env(),
+        "ids",
+    )
+    processed, worker_spans = _run(
+        "lambda", {"bucket": bucket, "connect": connect}, s3_server.env(), "lambda_processed"
+    )
+
+    assert processed == 1
+    (send,) = [s for s in producer_spans if s["kind"] == "PRODUCER"]
+    (invocation,) = [s for s in worker_spans if s["name"] == "invocation"]
+    (process,) = [s for s in worker_spans if s["kind"] == "CONSUMER"]
+    # The invocation's span is the parent (its trace is the function's); the producer's is a link.
+    assert process["parent_id"] == invocation["span_id"]
+    assert process["trace_id"] == invocation["trace_id"] != send["trace_id"]
+    assert process["links"] == [{"trace_id": send["trace_id"], "span_id": send["span_id"]}]
+    assert process["attributes"]["messaging.message.id"] == job_id
+    assert process["attributes"]["pail.outcome"] == "succeeded"
+
+
 def test_given_no_tracer_provider_when_enqueued_then_no_trace_field(
     connect: Callable[..., Pail],
 ) -> None:

@@ -1,6 +1,6 @@
 """The two processes of ``test_tracing``: a producer and a ``pail work`` worker, each with the SDK.
 
-Run as ``python -m tests.features.tracing_processes produce|work ARGS_JSON``. Each
+Run as ``python -m tests.features.tracing_processes produce|work|lambda ARGS_JSON``. Each
 sets up an SDK ``TracerProvider`` with the in-memory exporter, does its part,
 and prints the spans it finished as JSON lines (one per span) on stdout.
 """
@@ -62,6 +62,16 @@ def main() -> None:
         with trace.get_tracer("producer").start_as_current_span("request"):
             ids = [queue.enqueue(payload) for payload in args["payloads"]]
         print(json.dumps({"ids": ids}))
+    elif role == "lambda":
+        # The worker Lambda's handler, inside the invocation span the ADOT layer's wrapper makes.
+        from pail import Pail
+        from pail.aws.lambda_worker import lambda_worker
+        from tests.support.lambdas import FakeContext
+
+        queue = Pail.connect(args["bucket"], **args["connect"])
+        with trace.get_tracer("wrapper").start_as_current_span("invocation"):
+            summary = lambda_worker(handle, pail=queue)({}, FakeContext(remaining=900))
+        print(json.dumps({"lambda_processed": summary["processed"]}))
     else:
         from pail.cli import run_command
 
