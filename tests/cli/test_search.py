@@ -67,3 +67,20 @@ def test_given_bad_search_flags_when_jobs_then_usage_error(invoke: Invoke, bucke
     assert bad_tag.exit_code == 2 and "key=value" in bad_tag.stderr
     assert bad_time.exit_code == 2 and "neither an age" in bad_time.stderr
     assert delayed.exit_code == 2 and "delayed" in delayed.stderr
+
+
+def test_given_enqueue_with_tags_when_status_then_the_tags_show_and_search_finds_it(
+    invoke: Invoke, bucket: str
+) -> None:
+    made = invoke(
+        "enqueue", bucket, '{"n": 1}', "--tag", "customer=acme", "--tag", "kind=export", "--json"
+    )
+    job_id = json.loads(made.stdout)["id"]
+    shown = invoke("status", bucket, job_id)
+    found = invoke("jobs", bucket, "--tag", "kind=export", "--json")
+    bad = invoke("enqueue", bucket, '{"n": 2}', "--tag", "bad key=x")
+
+    assert made.exit_code == 0, made.stderr
+    assert "customer=acme kind=export" in shown.stdout
+    assert [job["id"] for job in json.loads(found.stdout)["jobs"]] == [job_id]
+    assert bad.exit_code == 2 and "tag key 'bad key'" in bad.stderr

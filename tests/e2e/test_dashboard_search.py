@@ -153,6 +153,9 @@ def test_given_hostile_tag_values_when_shown_then_they_stay_text(
     expect()(tags).to_contain_text("note=</td><script>alert(2)</script>")
     assert board.locator("#search-results img").count() == 0
     assert board.locator("#search-results script").count() == 0
+    board.locator("#search-results tbody a").first.click()  # the job's page shows them as text too
+    expect()(board.locator("dl.facts")).to_contain_text(f"customer={HOSTILE}")
+    assert board.locator("dl.facts img").count() == 0
 
 
 def test_given_a_bad_field_when_searching_then_the_page_says_which(board: Page) -> None:

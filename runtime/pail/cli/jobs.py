@@ -16,9 +16,12 @@ from pail.bounds import MAX_DELAY
 from pail.cli.context import checked_id, global_options, options, split_bucket
 from pail.cli.exit_codes import CommandError, ExitCode
 from pail.cli.params import Seconds
+from pail.errors import ConfigurationError
 from pail.output import Output, compact, state_text, when
 from pail.queue import Pail
 from pail.status import JobState, JobStatus
+from pail.tags import parse as parse_tag
+from pail.tags import validate as validate_tags
 
 
 def read_payloads(source: str, *, lines: bool) -> list[Any]:
@@ -74,6 +77,13 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
     help="Not claimable for this many seconds.",
 )
 @click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Tag the job (repeat for more); find it with pail jobs --tag.",
+)
+@click.option(
     "--priority",
     type=click.Choice(["normal", "high"]),
     default="normal",
@@ -89,6 +99,7 @@ def enqueue(
     key: str | None,
     delay: float | None,
     priority: str,
+    tags: tuple[str, ...],
 ) -> None:
     """Add a job and print its id.
 
@@ -102,13 +113,14 @@ def enqueue(
     bucket, (source,) = split_bucket(args, ["PAYLOAD"])
     opts = options(ctx)
     payloads = read_payloads(source, lines=lines)
+    labels = tag_options(tags)
     pail = opts.connect(bucket)
     out = opts.output()
     if key is not None:
-        enqueue_keyed(pail, out, payloads, key, delay=delay, priority=priority)
+        enqueue_keyed(pail, out, payloads, key, delay=delay, priority=priority, tags=labels)
         return
     for payload in payloads:
-        job_id = pail.enqueue(payload, delay=delay, priority=priority)
+        job_id = pail.enqueue(payload, delay=delay, priority=priority, tags=labels)
         out.result({"id": job_id}, lambda job_id=job_id: out.line(job_id))
 
 
@@ -120,14 +132,30 @@ def enqueue_keyed(
     *,
     delay: float | None = None,
     priority: str = "normal",
+    tags: dict[str, str] | None = None,
 ) -> None:
     """``enqueue --key``: one payload, at most one job per key; say when the key was used."""
     if len(payloads) != 1:
         raise CommandError("--key takes exactly one payload", ExitCode.USAGE)
-    done = pail.enqueue_once(payloads[0], key=key, delay=delay, priority=priority)
+    done = pail.enqueue_once(payloads[0], key=key, delay=delay, priority=priority, tags=tags)
     out.result({"id": done.id, "created": done.created}, lambda: out.line(done.id))
     if not done.created:
         out.note(f"key {key!r} already used: {done.id} is the existing job; nothing enqueued")
+
+
+def tag_options(pairs: tuple[str, ...]) -> dict[str, str] | None:
+    """``--tag KEY=VALUE`` options as tags, checked (a usage error names the bad one)."""
+    if not pairs:
+        return None
+    tags: dict[str, str] = {}
+    for pair in pairs:
+        try:
+            key, value = parse_tag(pair)
+            tags[key] = value
+            validate_tags(tags)
+        except ConfigurationError as exc:
+            raise CommandError(str(exc), ExitCode.USAGE) from None
+    return tags
 
 
 def read_status(pail: Pail, job_id: str) -> JobStatus:
@@ -159,6 +187,8 @@ def render_status(out: Output, status: JobStatus, traceback: bool) -> None:
         rows.append(("last renewal", when(status.updated_at)))
     else:
         rows.append(("updated", when(status.updated_at)))
+    if status.tags:
+        rows.append(("tags", escape(" ".join(f"{k}={v}" for k, v in status.tags.items()))))
     if status.progress is not None:
         rows.append(("progress", compact(status.progress, 200)))
     if status.error is not None:

@@ -552,6 +552,8 @@ def job_page(
     facts: list[tuple[str, str]] = [("Attempts", str(status.attempts))]
     if status.enqueued_at:
         facts.append(("Enqueued", status.enqueued_at.strftime("%Y-%m-%d %H:%M:%S UTC")))
+    if status.tags:
+        facts.append(("Tags", " ".join(f"{k}={v}" for k, v in status.tags.items())))
     if status.updated_at:
         facts.append(("Last change", status.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC")))
     if lease is not None and lease.detail is not None and not lease.detail.unreadable:
