@@ -65,6 +65,16 @@ class PailExampleStack(Stack):
             scope, construct_id, description="pail example: job queues in one S3 bucket"
         )
         self.jobs = PailQueue(self, "Jobs")
+        # In force after `cdk deploy`: the reaper writes it into the bucket on its first run.
+        self.jobs.add_schedule(
+            "nightly-report",
+            {
+                "report_id": "nightly",
+                "rows": [{"region": "EU", "product": "pail", "amount": 1.0, "units": 1}],
+            },
+            cron="0 2 * * *",
+            timezone="Europe/Berlin",
+        )
         self.worker = PailWorkerFunction(
             self,
             "ReportWorker",

@@ -47,7 +47,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DEDUP, DONE, INDEX, PAUSED, QUEUE, SYSTEM, Keys
+from pail.keys import ALL_PREFIXES, DEDUP, DONE, INDEX, PAUSED, QUEUE, SCHEDULES, SYSTEM, Keys
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -90,9 +90,16 @@ CONSUME = Access(
 # The reaper finishes what a crashed owner, claimer or redrive left (see the module
 # docstring), so it deletes under every state prefix; and it keeps where its last pass
 # over run/ stopped under _pail/, which it never deletes.
+# It runs the schedules' ticks: a keyed enqueue (keys/ and queue/), and it syncs
+# the deploy's schedules, so it deletes under _pail/schedules/ (nowhere else in _pail/).
+SCHEDULE_DEFINITIONS = f"{SYSTEM}{SCHEDULES}"
 REAP = Access(
-    objects={**dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), SYSTEM: _READ_WRITE},
-    lists=(*ALL_PREFIXES, SYSTEM),
+    objects={
+        **dict.fromkeys((*ALL_PREFIXES, SCHEDULE_DEFINITIONS), _READ_WRITE_DELETE),
+        SYSTEM: _READ_WRITE,
+        DEDUP: _READ_WRITE,
+    },
+    lists=(*ALL_PREFIXES, SYSTEM, DEDUP),
 )
 READ_RESULTS = Access(objects={DONE: (GET,)}, lists=(DONE,))
 READ_STATUS = Access(objects=dict.fromkeys(ALL_PREFIXES, (GET,)), lists=ALL_PREFIXES)

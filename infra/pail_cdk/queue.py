@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ DEFAULT_REAPER_TIMEOUT = Duration.seconds(60)
 DEFAULT_OLDEST_PENDING_THRESHOLD = Duration.minutes(15)
 
 _LAMBDA_MAX_TIMEOUT = Duration.minutes(15)
+_MAX_DECLARED = 3072
+"""Bytes of the reaper's environment the declared schedules may take (Lambda: 4 KB in all)."""
 _EVENT_AGE_BOUNDS = (60, 6 * 3600)
 
 L1_REASON = (
@@ -251,6 +254,53 @@ class PailQueue(Construct):
             actions=alarm_actions,
         )
         self._worker_function: lambda_.IFunction | None = None
+        self._schedules: dict[str, dict[str, Any]] = {}
+
+    # -- schedules ------------------------------------------------------------
+
+    def add_schedule(
+        self,
+        name: str,
+        payload: Any,
+        *,
+        cron: str | None = None,
+        every: Duration | int | None = None,
+        timezone: str = "UTC",
+        catch_up: int = 1,
+    ) -> None:
+        """Declare a schedule: ``payload`` enqueued at each tick, one job per tick.
+
+        In force after ``cdk deploy`` with no manual step: the reaper function
+        gets the declared schedules as configuration and writes them into the
+        bucket on its first run, removing the ones an earlier deploy declared
+        and this one does not (schedules made at run time stay). Arguments as
+        ``Pail.schedule`` (``every`` may be a ``Duration``); a bad expression,
+        time zone or name fails the synth with the runtime's message.
+        ``docs/schedules.md``.
+        """
+        from pail.protocol.schedules import registry
+
+        if name in self._schedules:
+            raise PailCdkError(f"pail queue {self.queue_dimension!r} already has schedule {name!r}")
+        seconds_ = every.to_seconds(integral=False) if isinstance(every, Duration) else every
+        declared = registry.declaration(
+            name, payload, cron=cron, every=seconds_, timezone=timezone, catch_up=catch_up
+        )
+        text = json.dumps([*self._schedules.values(), declared], separators=(",", ":"))
+        if len(text.encode()) > _MAX_DECLARED:
+            raise PailCdkError(
+                f"the schedules of pail queue {self.queue_dimension!r} take {len(text)} bytes of "
+                f"the reaper's environment, more than {_MAX_DECLARED} (Lambda allows 4 KB in "
+                "all): keep payloads small (an id the handler looks up), or make the large "
+                "ones at run time with Pail.schedule"
+            )
+        self._schedules[name] = declared
+        self.reaper_function.add_environment(config.ENV_SCHEDULES, text)
+
+    @property
+    def schedules(self) -> list[dict[str, Any]]:
+        """The schedules declared with ``add_schedule``, as the reaper gets them."""
+        return list(self._schedules.values())
 
     # -- the bucket ---------------------------------------------------------
 
@@ -418,7 +468,8 @@ class PailQueue(Construct):
             # A missed tick is not worth a retry: the next one comes in `schedule`.
             retry_attempts=0,
             max_event_age=Duration.seconds(event_age),
-            environment=self.environment,
+            # Always set, [] too: a deploy that drops its last schedule removes it.
+            environment={**self.environment, config.ENV_SCHEDULES: "[]"},
         )
         self._grant(role, access.REAP)
         nag.acknowledge(reaper, nag.L1, L1_REASON)

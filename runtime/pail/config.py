@@ -53,6 +53,9 @@ ENV_METRICS = "PAIL_METRICS"
 ENV_TASK_PROTECTION = "PAIL_TASK_PROTECTION"
 """``pail work``/``work-once`` inside ECS: protect the task from scale-in while it runs a job
 (true by default; ``pail.runner.protection``)."""
+ENV_SCHEDULES = "PAIL_SCHEDULES"
+"""The reaper Lambda: the schedules the CDK app declares (``PailQueue.add_schedule``), as JSON;
+synced into the bucket on the function's first run (``pail.protocol.schedules.registry.sync``)."""
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"
 """Not pail's: the container agent's endpoint, which ECS sets in every task's containers."""
 
@@ -75,6 +78,7 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_SELF_HEAL_AFTER,
     ENV_METRICS,
     ENV_TASK_PROTECTION,
+    ENV_SCHEDULES,
 )
 
 DEFAULT_VISIBILITY_TIMEOUT = 30.0

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, INDEX, QUEUE, RUN, SYSTEM
-from pail_cdk.access import PAUSE_MARKER
+from pail_cdk.access import PAUSE_MARKER, SCHEDULE_DEFINITIONS
 
 from .conftest import Synthesis
 from .helpers import Statement, condition, logical_id, render, s3_statements, statements
@@ -131,9 +131,11 @@ def test_given_reaper_when_synthesised_then_least_privilege_for_reaping(
     assert statements(template, "JobsReaperRole") == {
         # Deletes under all four: a crashed claim's entry (reap step 4), and the dead
         # letter and dead marker of a redrive that stopped half-way (redrive.finish).
-        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES)),
-        Statement((GET, PUT), _objects(bucket, "", SYSTEM)),
-        _listing(bucket, "", *ALL_PREFIXES, SYSTEM),
+        # And the schedules (docs/schedules.md): their definitions, which a deploy's
+        # sync may delete, and a keyed enqueue per tick (keys/ and queue/).
+        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES, SCHEDULE_DEFINITIONS)),
+        Statement((GET, PUT), _objects(bucket, "", SYSTEM, DEDUP)),
+        _listing(bucket, "", *ALL_PREFIXES, SYSTEM, DEDUP),
         Statement(("logs:CreateLogStream", "logs:PutLogEvents"), (f"<{logs}.Arn>",)),
         # Self-healing: the reaper may start the worker function, that one only.
         Statement(("lambda:InvokeFunction",), (f"<{worker}.Arn>",)),
@@ -189,7 +191,14 @@ def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
                             assert rendered.endswith(
                                 tuple(
                                     f"/{p}*"
-                                    for p in (*ALL_PREFIXES, DEDUP, SYSTEM, PAUSE_MARKER, INDEX)
+                                    for p in (
+                                        *ALL_PREFIXES,
+                                        DEDUP,
+                                        SYSTEM,
+                                        PAUSE_MARKER,
+                                        SCHEDULE_DEFINITIONS,
+                                        INDEX,
+                                    )
                                 )
                             ), rendered
                         else:

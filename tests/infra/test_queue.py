@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk.assertions import Match, Template
 
 from pail import config, metrics_names
@@ -9,6 +11,21 @@ from pail.keys import DEDUP, DLQ, DONE, QUEUE, RUN
 
 from .conftest import Synthesis
 from .helpers import logical_id
+
+NIGHTLY = [
+    {
+        "name": "nightly-report",
+        "payload": {
+            "report_id": "nightly",
+            "rows": [{"region": "EU", "product": "pail", "amount": 1.0, "units": 1}],
+        },
+        "cron": "0 2 * * *",
+        "every": None,
+        "timezone": "Europe/Berlin",
+        "catch_up": 1,
+    }
+]
+"""The schedule infra/app.py declares, as the reaper function gets it (docs/schedules.md)."""
 
 
 def test_given_default_queue_when_synthesised_then_bucket_blocks_public_access_and_encrypts(
@@ -227,6 +244,7 @@ def test_given_default_queue_when_synthesised_then_reaper_runs_the_runtime_handl
                     config.ENV_MAX_RETRIES: "3",
                     config.ENV_SHARDS: "1",
                     config.ENV_WORKER_FUNCTION: {"Ref": worker},
+                    config.ENV_SCHEDULES: json.dumps(NIGHTLY, separators=(",", ":")),
                 }
             },
         },
@@ -326,3 +344,21 @@ def test_given_imported_bucket_when_synthesised_then_a_warning_says_what_to_conf
 ) -> None:
     assert not variants.resources("Imported", "AWS::S3::Bucket")
     assert any("EventBridge notifications" in warning for warning in variants.warnings)
+
+
+def test_given_declared_schedules_when_synthesised_then_each_reaper_gets_its_queue_s_own(
+    example_template: Template,
+) -> None:
+    # The Jobs reaper carries nightly-report (the exact variables above); the
+    # Exports queue declares none, and gets [] so a deploy that drops its last
+    # schedule removes it from the bucket.
+    example_template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": Match.object_like(
+                    {config.ENV_QUEUE: "exports", config.ENV_SCHEDULES: "[]"}
+                )
+            },
+        },
+    )

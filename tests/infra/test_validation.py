@@ -12,6 +12,7 @@ from aws_cdk import aws_s3 as s3
 import app as example_app
 from pail.errors import ConfigurationError
 from pail_cdk import PailFargateWorker, PailQueue, PailWorkerFunction
+from pail_cdk.errors import PailCdkError
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +142,36 @@ def test_given_bad_fargate_options_when_constructed_then_rejects_them(
     }
     with pytest.raises(ValueError, match=message):
         PailFargateWorker(queue, "Task", queue=queue, **props)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"cron": "61 * * * *"}, "invalid cron expression"),
+        ({"cron": "@reboot"}, "unknown cron alias"),
+        ({"cron": "@daily", "timezone": "Nowhere/City"}, "unknown timezone"),
+        ({"every": Duration.millis(1500)}, "every must be"),
+        ({}, "exactly one of"),
+    ],
+)
+def test_given_bad_schedule_when_declared_then_the_synth_fails_with_the_runtime_s_message(
+    queue: PailQueue, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        queue.add_schedule("bad", {}, **kwargs)  # type: ignore[arg-type]
+    assert "bad" not in [s["name"] for s in queue.schedules]
+
+
+def test_given_schedules_when_declared_then_names_are_unique_and_they_fit_the_environment(
+    queue: PailQueue,
+) -> None:
+    queue.add_schedule("hourly", {"n": 1}, every=Duration.hours(1))
+    with pytest.raises(PailCdkError, match="already has schedule 'hourly'"):
+        queue.add_schedule("hourly", {"n": 2}, cron="@hourly")
+    with pytest.raises(PailCdkError, match="more than 3072"):
+        queue.add_schedule("big", {"blob": "x" * 4000}, cron="@daily")
+    with pytest.raises(ConfigurationError, match="invalid schedule name"):
+        queue.add_schedule("a/b", {}, cron="@daily")
+
+    assert [s["name"] for s in queue.schedules] == ["hourly"]
+    assert queue.schedules[0]["every"] == 3600

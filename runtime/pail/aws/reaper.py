@@ -41,7 +41,6 @@ $1.08 at S3 Standard prices, however many schedules there are
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -53,7 +52,7 @@ from pail import config, metrics_names
 from pail.aws import observability
 from pail.aws.triggers import SELF_HEAL_SOURCE
 from pail.depth import DEFAULT_MAX_PAGES, Depth, measure_depth
-from pail.errors import PailError
+from pail.errors import ConfigurationError, PailError
 from pail.protocol import pause
 from pail.protocol.reaper import ReapReport
 from pail.queue import Pail
@@ -111,6 +110,8 @@ class _Runtime:
     metrics: EphemeralMetrics
     worker_function: str | None
     self_heal_after: float
+    declared: str | None
+    """``PAIL_SCHEDULES``: the schedules the CDK app declares, synced on the first run."""
 
 
 class ReaperFunction:
@@ -140,6 +141,7 @@ class ReaperFunction:
         self._clock = clock
         self._runtime: _Runtime | None = None
         self._last_heal: float | None = None
+        self._synced = False
 
     def __call__(self, event: Any, context: Any) -> dict[str, Any]:
         runtime = self._runtime or self._start()
@@ -178,6 +180,7 @@ class ReaperFunction:
             metrics=self._metrics or observability.build_metrics(pail.keys.namespace),
             worker_function=worker or None,
             self_heal_after=after,
+            declared=env.get(config.ENV_SCHEDULES),
         )
 
     def _run(self, event: Any, context: Any) -> dict[str, Any]:
@@ -187,6 +190,7 @@ class ReaperFunction:
         runtime.logger.append_keys(queue=queue)
         failure: PailError | None = None
         with observability.runtime_logs_through(runtime.logger):
+            synced = self._sync_schedules(runtime)
             try:
                 report = runtime.pail.reap()
             except PailError as exc:
@@ -212,7 +216,8 @@ class ReaperFunction:
                 "renewed": report.renewed,
                 "complete_pass": report.complete_pass,
             },
-            "schedules": None if report.schedules is None else dataclasses.asdict(report.schedules),
+            "schedules": None if report.schedules is None else report.schedules.to_json(),
+            "schedules_synced": synced,
             "depth": depth.to_json(),
             "self_heal": {
                 "invoked": healed,
@@ -224,6 +229,35 @@ class ReaperFunction:
         if failure is not None:
             raise failure
         return summary
+
+    def _sync_schedules(self, runtime: _Runtime) -> dict[str, list[str]] | None:
+        """On this container's first run: make the bucket hold the declared schedules.
+
+        A declaration that cannot be read is logged (the reaper still reaps)
+        and not tried again: it is the deploy's, and only a deploy changes it.
+        A storage error is tried again at the next run.
+        """
+        if self._synced or runtime.declared is None:
+            return None
+        from pail.protocol.schedules import registry
+
+        pail = runtime.pail
+        try:
+            declared = registry.declared(runtime.declared, now=pail.clock.now())
+            written, removed = registry.sync(
+                pail.store, pail.keys, declared, stats=pail.write_stats
+            )
+        except ConfigurationError:
+            runtime.logger.exception("schedules: the declared schedules are unreadable")
+            self._synced = True
+            return None
+        except PailError:
+            runtime.logger.exception("schedules: syncing the declared schedules failed")
+            return None
+        self._synced = True
+        if written or removed:
+            runtime.logger.info("schedules: synced", written=written, removed=removed)
+        return {"written": written, "removed": removed}
 
     def _self_heal(self, runtime: _Runtime, depth: Depth) -> tuple[bool, str | None]:
         if runtime.worker_function is None:

@@ -42,7 +42,14 @@ from pail.codec import (
     LeaseRecord,
     raw_text,
 )
-from pail.errors import ConditionFailedError, DecodeError, PailError, PayloadError, StorageError
+from pail.errors import (
+    AccessDeniedError,
+    ConditionFailedError,
+    DecodeError,
+    PailError,
+    PayloadError,
+    StorageError,
+)
 from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import redrive, transitions
@@ -139,7 +146,13 @@ class Reaper:
             return None
         try:
             return self._ticker.tick()
-        except PailError as exc:  # a storage error, or a reaper not allowed to list them
+        except AccessDeniedError as exc:
+            # A process whose role may not read the schedules (a worker's own
+            # reap pass): the deployed reaper runs them; say so once, not each pass.
+            log.info("reaper: this process does not run the schedules (%s)", exc)
+            self._ticker = None
+            return None
+        except PailError as exc:  # a storage error: the ticks stay due for the next pass
             log.warning("reaper: the schedules could not be listed this pass: %s", exc)
             return None
 

@@ -19,17 +19,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from pail import jsonsafe
 from pail.errors import ConfigurationError, DecodeError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.schedules.definition import (
     SOURCE_DEPLOY,
     Schedule,
+    validate_catch_up,
     validate_name,
 )
+from pail.protocol.schedules.timing import Timing
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import Store, StoredObject
 from pail.store.listing import pages
@@ -151,10 +154,11 @@ def sync(
     longer declared is removed. ``api`` schedules are never touched, but a
     declared one replaces an ``api`` one of the same name.
     """
-    wanted = {s.name: replace(s, source=SOURCE_DEPLOY) for s in declared}
+    existing, now = read_all(store, keys)
+    # Made now by the server's clock, the one the ticks are computed on.
+    wanted = {s.name: replace(s, source=SOURCE_DEPLOY, created=now or s.created) for s in declared}
     written: list[str] = []
     removed: list[str] = []
-    existing, _ = read_all(store, keys)
     stored = {info.name: info.schedule for info in existing}
     for name, schedule in sorted(wanted.items()):
         old = stored.get(name)
@@ -166,6 +170,73 @@ def sync(
             store.delete(keys.schedule(name))
             removed.append(name)
     return written, removed
+
+
+def declaration(
+    name: str,
+    payload: Any,
+    *,
+    cron: str | None = None,
+    every: float | timedelta | None = None,
+    timezone: str = "UTC",
+    catch_up: int = 1,
+) -> dict[str, Any]:
+    """A schedule a deploy declares, checked, as the JSON ``declared`` reads back.
+
+    ``PailQueue.add_schedule`` calls it at synth time, so a bad expression
+    or name fails ``cdk synth`` with the runtime's own message.
+
+    >>> declaration("nightly", {"r": 1}, cron="@daily")
+    {'name': 'nightly', 'payload': {'r': 1}, 'cron': '0 0 * * *', 'every': None, 'timezone': 'UTC', 'catch_up': 1}
+    """
+    timing = Timing.of(cron=cron, every=every, timezone=timezone)
+    jsonsafe.check_value(payload, "payload")
+    return {
+        "name": validate_name(name),
+        "payload": payload,
+        "cron": timing.cron,
+        "every": timing.every,
+        "timezone": timing.timezone,
+        "catch_up": validate_catch_up(catch_up),
+    }
+
+
+def declared(text: str, *, now: datetime) -> list[Schedule]:
+    """The schedules of a deploy's declaration (``ENV_SCHEDULES``); ``ConfigurationError`` if it is not one."""
+    try:
+        items = jsonsafe.loads(text.encode(), "the declared schedules")
+    except DecodeError as exc:
+        raise ConfigurationError(str(exc)) from None
+    if not isinstance(items, list):
+        raise ConfigurationError("the declared schedules are not a JSON list")
+    schedules: list[Schedule] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ConfigurationError(f"a declared schedule is not a JSON object: {item!r:.100}")
+        checked = declaration(
+            item.get("name"),  # type: ignore[arg-type]
+            item.get("payload"),
+            cron=item.get("cron"),
+            every=item.get("every"),
+            timezone=item.get("timezone", "UTC"),
+            catch_up=item.get("catch_up", 1),
+        )
+        schedules.append(
+            Schedule(
+                name=checked["name"],
+                payload=checked["payload"],
+                timing=Timing.of(
+                    cron=checked["cron"], every=checked["every"], timezone=checked["timezone"]
+                ),
+                created=now,
+                catch_up=checked["catch_up"],
+                source=SOURCE_DEPLOY,
+            )
+        )
+    names = [s.name for s in schedules]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"the declared schedules repeat a name: {sorted(names)}")
+    return schedules
 
 
 def _decoded(obj: StoredObject) -> Schedule | None:

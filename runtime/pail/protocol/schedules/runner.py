@@ -36,9 +36,11 @@ pass reads nothing for it (the runner keeps the ETag its own PUT made).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pail.errors import DecodeError, PailError
 from pail.ids import new_token
@@ -97,6 +99,14 @@ class TickReport:
     """Schedules whose tick hit a storage error this pass (retried at the next one)."""
     jobs: list[str] = field(default_factory=list)
     """The ids of the jobs this pass created."""
+    at: datetime | None = None
+    """The server's time the pass judged by (its listing's ``Date``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON values (``at`` in ISO 8601)."""
+        data = dataclasses.asdict(self)
+        data["at"] = None if self.at is None else self.at.isoformat()
+        return data
 
 
 @dataclass
@@ -125,6 +135,7 @@ class Ticker:
         now: datetime | None = None
         for page in pages(self._store, prefix):
             now = now or page.server_time
+            report.at = now
             for item in page.items:
                 name = item.key[len(prefix) :]
                 if not name and item.size == 0:
