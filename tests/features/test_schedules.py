@@ -103,9 +103,14 @@ def test_given_two_reapers_at_once_when_a_tick_is_due_then_one_job(
 ) -> None:
     pail = connect(shards=1)
     reapers = [connect(shards=1) for _ in range(4)]
-    pail.schedule("every-second", {"s": 1}, every=1)
+    info = pail.schedule("every-second", {"s": 1}, every=1)
     for reaper in reapers:
         reaper.reap()  # each has read the definition
+
+    def first_tick_due() -> bool:  # by the server's clock, which the reapers judge by
+        return pail.store.list(pail.keys.schedules()).server_time >= info.next_due
+
+    wait_until(first_tick_due, 30, what="the server's clock passed the first tick")
     start = threading.Barrier(len(reapers))
     errors: list[BaseException] = []
 
