@@ -95,3 +95,21 @@ def test_given_hold_flag_and_terminal_when_deciding_then_the_server_is_held_only
     flag: bool | None, interactive: bool, json_mode: bool, expected: bool
 ) -> None:
     assert should_hold(flag, interactive=interactive, json_mode=json_mode) is expected
+
+
+def test_given_the_demo_s_workers_when_connected_then_they_leave_expired_leases_to_its_reaper() -> (
+    None
+):
+    # The demo tells the reaper's reclaim of the killed worker's lease; a worker's
+    # own reclaim pass (on by default) raced it for that lease on a loaded machine.
+    from pail.demo.fleet import WorkerSpec
+
+    endpoint = {
+        "endpoint_url": "http://127.0.0.1:9",
+        "access_key_id": "k",
+        "secret_access_key": "s",
+        "region": "us-east-1",
+    }
+    spec = WorkerSpec("pail-demo", endpoint, 3.0, 3, "ledger", "logs")
+
+    assert spec.connect().reclaims is False

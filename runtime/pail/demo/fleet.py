@@ -56,6 +56,10 @@ class WorkerSpec:
             region=self.endpoint["region"],
             visibility_timeout=self.visibility_timeout,
             max_retries=self.max_retries,
+            # The demo runs the reaper on a schedule, as a deployment does, and
+            # tells its reclaim of the killed worker's lease: workers leave
+            # expired leases to it (a worker's own pass would race it for them).
+            reclaim=False,
         )
 
 
