@@ -12,6 +12,7 @@ from pail import ConfigurationError, JobState, Pail
 from pail.keys import INDEX
 from pail.protocol.index import entry_key, tag_prefix
 from tests.support.counting import RequestCounter
+from tests.support.hooked_store import HookedStore, SimulatedCrash
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -178,3 +179,39 @@ def test_given_a_sharded_queue_when_search_by_time_then_every_shard_is_a_range(
     page = pail.search(since=T0 + timedelta(minutes=2), until=T0 + timedelta(minutes=5))
 
     assert [job.id for job in page.jobs] == ids[2:6]
+
+
+def _crash() -> None:
+    raise SimulatedCrash
+
+
+def test_given_a_producer_that_dies_between_the_index_and_the_entry_then_no_job_and_search_skips_it(
+    pail: Pail, hooked: HookedStore
+) -> None:
+    crashing = Pail(hooked)
+    hooked.before("put", pail.keys.prefix("queue/"), _crash)
+    with pytest.raises(SimulatedCrash):
+        crashing.enqueue({"n": 1}, tags={"customer": "acme"})
+    survivor = pail.enqueue({"n": 2}, tags={"customer": "acme"})
+
+    page = pail.search(tags={"customer": "acme"})
+
+    # The orphan entry is read (its job is found nowhere) and skipped; young, it is kept.
+    assert [job.id for job in page.jobs] == [survivor]
+    assert page.candidates == 2
+    assert len(pail.store.list(tag_prefix(pail.keys, "customer", "acme")).items) == 2
+
+
+def test_given_a_producer_that_dies_between_two_tags_then_nothing_is_enqueued_and_a_resend_is_found(
+    pail: Pail, hooked: HookedStore
+) -> None:
+    crashing = Pail(hooked)
+    hooked.before("put", tag_prefix(pail.keys, "kind", "export"), _crash)
+    with pytest.raises(SimulatedCrash):
+        crashing.enqueue({"n": 1}, tags={"customer": "acme", "kind": "export"})
+    assert pail.stats().pending == 0  # the entry goes last: no job without its index
+
+    job_id = crashing.enqueue({"n": 1}, tags={"customer": "acme", "kind": "export"})
+
+    assert [job.id for job in pail.search(tags={"kind": "export"}).jobs] == [job_id]
+    assert [job.id for job in pail.search(tags={"customer": "acme"}).jobs] == [job_id]
