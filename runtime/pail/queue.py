@@ -765,6 +765,7 @@ class Pail:
         every: float | timedelta | None = None,
         timezone: str = "UTC",
         catch_up: int = 1,
+        tags: Mapping[str, str] | None = None,
     ) -> ScheduleInfo:
         """Create or replace schedule ``name``: enqueue ``payload`` at each tick, one job per tick.
 
@@ -773,7 +774,8 @@ class Pail:
         multiples of it since the epoch). Ticks are run by the reaper's pass
         (the deployed reaper Lambda, ``pail reap --every``). After a gap, a
         pass enqueues the latest ``catch_up`` missed ticks (default: only the
-        latest). Returns the schedule with its next due time.
+        latest). ``tags`` are given to every job a tick enqueues (as in
+        ``enqueue``). Returns the schedule with its next due time.
         """
         from pail.protocol.schedules import definition, registry
         from pail.protocol.schedules.timing import Timing
@@ -787,6 +789,7 @@ class Pail:
                 timing=Timing.of(cron=cron, every=every, timezone=timezone),
                 created=self._clock.now(),
                 catch_up=definition.validate_catch_up(catch_up),
+                tags=validate_tags(tags),
             ),
             stats=self.write_stats,
         )

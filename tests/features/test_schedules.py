@@ -136,3 +136,17 @@ def test_given_two_reapers_at_once_when_a_tick_is_due_then_one_job(
     ]
     # Every job is the one its tick's key record names: a second job for a tick has no record.
     assert jobs and set(jobs) <= set(named) and len(set(named)) == len(named) == len(records)
+
+
+def test_given_a_tagged_schedule_when_it_ticks_then_its_job_carries_the_tags_and_is_found_by_them(
+    pail: Pail,
+) -> None:
+    pail.schedule("every-second", {"s": 1}, every=1, tags={"kind": "nightly-report"})
+    (listed,) = pail.schedules()
+    ticker = Ticker(pail.store, pail.keys)
+
+    wait_until(lambda: ticker.tick().enqueued > 0, 30, what="the every-second schedule ticked")
+
+    (found,) = pail.search(tags={"kind": "nightly-report"}).jobs
+    assert found.tags == {"kind": "nightly-report"} and found.state.value == "pending"
+    assert listed.name == "every-second"

@@ -22,7 +22,7 @@ definition in the bucket is input, whoever wrote it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ from pail.codec import dumps
 from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import validate_job_id
 from pail.protocol.schedules.timing import Timing
+from pail.tags import Tags, read_tags
 
 VERSION = 1
 SOURCE_API = "api"
@@ -74,6 +75,8 @@ class Schedule:
     source: str = SOURCE_API
     last_tick: datetime | None = None
     last_job: str | None = None
+    tags: Tags = field(default_factory=dict)
+    """The tags of every job a tick enqueues (``pail.tags``)."""
 
     @property
     def since(self) -> datetime:
@@ -94,7 +97,15 @@ class Schedule:
             self.timing,
             self.catch_up,
             self.source,
-        ) == (other.name, jsonsafe.dumps(other.payload), other.timing, other.catch_up, other.source)
+            self.tags,
+        ) == (
+            other.name,
+            jsonsafe.dumps(other.payload),
+            other.timing,
+            other.catch_up,
+            other.source,
+            other.tags,
+        )
 
     def encode(self, token: str) -> bytes:
         """The record's bytes, carrying write token ``token``."""
@@ -111,6 +122,8 @@ class Schedule:
             data["last_tick"] = self.last_tick.isoformat()
         if self.last_job is not None:
             data["last_job"] = self.last_job
+        if self.tags:
+            data["tags"] = self.tags
         data["w"] = token
         return dumps(data)
 
@@ -147,6 +160,7 @@ class Schedule:
                 if data.get("last_tick") is None
                 else _time(data["last_tick"], "last_tick"),
                 last_job=None if last_job is None else validate_job_id(last_job),
+                tags=read_tags(data.get("tags")),
             )
         except (DecodeError, ConfigurationError, PayloadError) as exc:
             raise DecodeError(f"schedule definition {name!r} is unreadable: {exc}") from None

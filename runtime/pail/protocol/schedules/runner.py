@@ -75,7 +75,13 @@ def enqueue_tick(
 ) -> dedup.EnqueueResult:
     """Enqueue the job of ``schedule``'s ``tick`` unless it exists: at most one job per tick."""
     return dedup.enqueue_keyed(
-        store, keys, schedule.payload, tick_key(schedule.name, tick), now=now, stats=stats
+        store,
+        keys,
+        schedule.payload,
+        tick_key(schedule.name, tick),
+        now=now,
+        stats=stats,
+        tags=schedule.tags,
     )
 
 
