@@ -96,7 +96,7 @@ def test_given_readme_shell_blocks_when_parsed_then_every_pail_command_exists() 
 
     for words in commands:
         path = [w for w in words[:2] if not w.startswith("-")]
-        group = path[:2] if path[:1] == ["dlq"] else path[:1]
+        group = path[:2] if path[:1] in (["dlq"], ["schedule"]) else path[:1]  # command groups
         result = runner.invoke(cli, [*group, "--help"])
         assert result.exit_code == 0, f"pail {' '.join(group)}: {result.output}"
         for option in (w.split("=")[0] for w in words if w.startswith("--")):
