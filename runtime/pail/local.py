@@ -97,6 +97,26 @@ def is_loopback_origin(origin: str) -> bool:
     return host in _LOOPBACK_HOSTS or host.endswith(".localhost")
 
 
+def is_loopback_host(host: str) -> bool:
+    """True for a ``Host`` header (or a listen address) naming this machine, with or without a port.
+
+    >>> is_loopback_host("127.0.0.1:9000"), is_loopback_host("[::1]:80"), is_loopback_host("x.localhost")
+    (True, True, True)
+    >>> is_loopback_host("rebound.attacker.example:9000"), is_loopback_host("0.0.0.0")
+    (False, False)
+    """
+    if host.startswith("[") or host.count(":") <= 1:
+        try:
+            name = urlsplit(f"//{host}").hostname
+        except ValueError:
+            return False
+    else:
+        name = host  # a bare IPv6 listen address such as ::1
+    if name is None:
+        return False
+    return name in _LOOPBACK_HOSTS or name.endswith(".localhost")
+
+
 @dataclass(frozen=True, slots=True)
 class CorsPolicy:
     """Which browser pages may send which requests to the local server.
@@ -152,11 +172,20 @@ class BrowserGuard:
     without asking first cannot write.
     """
 
-    def __init__(self, app: WSGIApp, policy: CorsPolicy | None = None) -> None:
+    def __init__(
+        self, app: WSGIApp, policy: CorsPolicy | None = None, *, loopback_hosts: bool = False
+    ) -> None:
         self._app = app
         self.policy = policy or CorsPolicy()
+        self.loopback_hosts = loopback_hosts
+        """Refuse a ``Host`` that is not this machine's (DNS rebinding): for a loopback server."""
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        host = str(environ.get("HTTP_HOST", ""))
+        if self.loopback_hosts and host and not is_loopback_host(host):
+            # A page whose own name was rebound to 127.0.0.1 reads "same-origin",
+            # and a browser sends no Origin on a same-origin GET: the Host tells it.
+            return self._refuse_host(start_response, host)
         origin = environ.get("HTTP_ORIGIN")
         if origin is None:
             return self._app(environ, start_response)  # not a browser page: S3 as it is
@@ -195,6 +224,17 @@ class BrowserGuard:
         start_response("200 OK", headers)
         return [b""]
 
+    def _refuse_host(self, start_response: Callable[..., Any], host: str) -> list[bytes]:
+        body = (
+            f"pail server: Host {host!r} is not this machine; this server listens on loopback "
+            "and answers requests addressed to 127.0.0.1, localhost or [::1] only\n"
+        ).encode()
+        start_response(
+            "403 Forbidden",
+            [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
     def _refuse(self, start_response: Callable[..., Any], origin: str, method: str) -> list[bytes]:
         body = (
             f"pail server: a page at {origin} may not send {method} requests here "
@@ -208,8 +248,12 @@ class BrowserGuard:
         return [body]
 
 
-def build_app(cors: CorsPolicy | None = None) -> WSGIApp:
-    """moto's S3 WSGI application in ``SerialisedWrites``, behind a ``BrowserGuard`` for ``cors``."""
+def build_app(cors: CorsPolicy | None = None, *, loopback_hosts: bool = False) -> WSGIApp:
+    """moto's S3 WSGI application in ``SerialisedWrites``, behind a ``BrowserGuard`` for ``cors``.
+
+    ``loopback_hosts`` (a server on a loopback address) also refuses requests
+    whose ``Host`` is not this machine's.
+    """
     try:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -218,7 +262,7 @@ def build_app(cors: CorsPolicy | None = None) -> WSGIApp:
         ) from exc
     # An S3-only app: every request is S3, signed or presigned, whatever its Host.
     app: WSGIApp = DomainDispatcherApplication(create_backend_app)
-    return BrowserGuard(SerialisedWrites(app), cors)
+    return BrowserGuard(SerialisedWrites(app), cors, loopback_hosts=loopback_hosts)
 
 
 def exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
@@ -294,7 +338,7 @@ def serve(
         def log_request(self, *args: Any, **kwargs: Any) -> None:
             pass
 
-    app = build_app(cors)
+    app = build_app(cors, loopback_hosts=is_loopback_host(host))
     server = make_server(host, port, app, threaded=True, request_handler=QuietHandler)
     endpoint = f"http://{host}:{server.server_port}"
     if on_listening is not None:

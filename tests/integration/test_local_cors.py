@@ -182,3 +182,30 @@ def test_given_an_origin_when_judged_then_only_pages_of_this_machine_are_loopbac
     origin: str, loopback: bool
 ) -> None:
     assert is_loopback_origin(origin) is loopback
+
+
+def test_given_a_name_rebound_to_loopback_when_a_page_reads_same_origin_then_refused(
+    s3_server: LocalS3, bucket: str, stored: str
+) -> None:
+    # DNS rebinding: the attacker's own name now resolves to 127.0.0.1, so its
+    # page's requests are same-origin, and a same-origin GET carries no Origin.
+    rebound = {"Host": f"rebound.attacker.example:{s3_server.port}"}
+    url = presigned(make_client(s3_server), bucket, "queue/x")
+
+    read, _ = ask(url, "GET", rebound)
+    listing, _ = ask(f"{s3_server.endpoint_url}/{bucket}", "GET", rebound)
+    planted, _ = ask(f"{s3_server.endpoint_url}/{bucket}/queue/planted", "PUT", rebound, b"{}")
+
+    assert (read, listing, planted) == (403, 403, 403)
+    assert not exists(s3_server, bucket, "queue/planted")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_given_a_name_of_this_machine_when_addressed_then_answered(
+    s3_server: LocalS3, bucket: str, stored: str, host: str
+) -> None:
+    url = presigned(make_client(s3_server), bucket, "queue/x")
+
+    status, _ = ask(url, "GET", {"Host": f"{host}:{s3_server.port}"})
+
+    assert status == 200

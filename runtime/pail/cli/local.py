@@ -101,7 +101,8 @@ def server(
     It checks no signature, so browser pages are held to what the status
     page needs: GET and HEAD, from pages served on this machine. Any other
     request that carries a page's Origin is refused (403), so a web page
-    you visit cannot write or delete the bucket's objects.
+    you visit cannot write or delete the bucket's objects; on a loopback
+    address, so is a request addressed to another host name (DNS rebinding).
     """
     from pail.local import CorsPolicy, serve
     from pail.store.s3 import validate_bucket_name
