@@ -24,7 +24,7 @@ from tests.servers import make_s3_client
 from tests.support.command import ROOT, process_env
 from tests.support.waiting import wait_until
 
-VT = 6.0
+VT = 8.0
 """Short, so the test is quick; long enough that a loaded machine renews every lease in time."""
 JOBS = 30
 START_TIMEOUT = 60.0
