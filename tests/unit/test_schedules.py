@@ -142,6 +142,8 @@ def test_given_bad_payload_or_catch_up_when_scheduled_then_refused() -> None:
         pail.schedule("x", {}, every=60, catch_up=0)
     with pytest.raises(TypeError, match="payload"):
         pail.schedule("x", {"bad": float("nan")}, every=60)
+    with pytest.raises(TypeError, match="more than 262144"):
+        pail.schedule("x", {"blob": "x" * 300_000}, every=60)
 
 
 # -- one job per tick ---------------------------------------------------------
@@ -307,6 +309,7 @@ def test_given_unschedule_when_reaped_then_no_more_jobs() -> None:
         b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "created": "yesterday"}',
         b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "timezone": 5, "cron": 3}',
         b"[" * 10_000,
+        b" " * (256 * 1024 + 1),  # too big to read: passed by from the listing, no GET
     ],
 )
 def test_given_foreign_definition_when_reaped_then_skipped_logged_once_and_others_tick(

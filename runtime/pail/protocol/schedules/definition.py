@@ -40,6 +40,8 @@ SOURCE_DEPLOY = "deploy"
 SOURCES = (SOURCE_API, SOURCE_DEPLOY)
 MAX_CATCH_UP = 1000
 """The most missed ticks one pass enqueues for a schedule (``catch_up``)."""
+MAX_BYTES = 256 * 1024
+"""The largest definition pail writes or reads: a scheduler never GETs a bigger object."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -125,7 +127,13 @@ class Schedule:
         if self.tags:
             data["tags"] = self.tags
         data["w"] = token
-        return dumps(data)
+        body = dumps(data)
+        if len(body) > MAX_BYTES:
+            raise PayloadError(
+                f"schedule {self.name!r} is {len(body)} bytes, more than {MAX_BYTES}: keep its "
+                "payload small (an id the handler looks up)"
+            )
+        return body
 
     @classmethod
     def decode(cls, body: bytes, name: str) -> Schedule:

@@ -27,6 +27,7 @@ from pail.errors import ConfigurationError, DecodeError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.schedules.definition import (
+    MAX_BYTES,
     SOURCE_DEPLOY,
     Schedule,
     validate_catch_up,
@@ -131,6 +132,9 @@ def read_all(store: Store, keys: Keys) -> tuple[list[ScheduleInfo], datetime | N
         for item in page.items:
             name = item.key[len(prefix) :]
             if not name:
+                continue
+            if item.size > MAX_BYTES:
+                log.warning("schedules: %s is %d bytes, not read", item.key, item.size)
                 continue
             obj = store.get(item.key)
             schedule = None if obj is None else _decoded(obj)

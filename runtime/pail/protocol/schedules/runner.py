@@ -46,7 +46,7 @@ from pail.errors import DecodeError, PailError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol import dedup
-from pail.protocol.schedules.definition import Schedule, validate_name
+from pail.protocol.schedules.definition import MAX_BYTES, Schedule, validate_name
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import ObjectInfo, Store
 from pail.store.listing import pages
@@ -176,6 +176,8 @@ class Ticker:
     def _read(self, name: str, item: ObjectInfo, report: TickReport) -> _Known | None:
         try:
             validate_name(name)
+            if item.size > MAX_BYTES:
+                raise DecodeError(f"it is {item.size} bytes, more than {MAX_BYTES}; not read")
         except PailError as exc:
             self._known[name] = _Known(item.etag, None)
             log.warning("schedules: %s is not a schedule (%s); passed by", item.key, exc)
