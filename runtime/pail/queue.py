@@ -856,8 +856,9 @@ class Pail:
     ) -> JobPage:
         """Up to ``limit`` jobs in ``state`` with their age, oldest first; see ``pail.operate.jobs``.
 
-        ``state`` is pending, delayed, running, done, dead or cancelled.
-        ``JobPage.more`` says the listing stopped before the end;
+        ``state`` is one of ``pail.stats.STATES`` (pending, delayed, running,
+        done, failed, cancelled), as ``stats()`` counts them; ``dead`` is
+        ``failed``'s older name. ``JobPage.more`` says the listing stopped before the end;
         pass its ``next_after`` as ``after`` for the next page.
         """
         from pail.operate.jobs import list_jobs
@@ -865,7 +866,7 @@ class Pail:
 
         validate_count("limit", limit, minimum=1, maximum=MAX_PAGE_LIMIT)
         try:
-            kind = JobKind(state)
+            kind = JobKind.DEAD if state == "failed" else JobKind(state)
         except ValueError:
             raise ConfigurationError(
                 f"unknown job state {state!r}: use one of {', '.join(JobKind)}"

@@ -50,3 +50,22 @@ def test_given_pail_s_extra_states_then_they_are_attributes_not_fields(
     assert (stats.delayed, stats.cancelled, stats.oldest_pending_at) == (1, 1, None)
     assert stats._fields == ("pending", "running", "done", "failed", "oldest_pending")
     assert len(stats) == 5 and stats == (0, 0, 0, 0, None)
+
+
+def test_given_a_dead_letter_when_listing_failed_jobs_then_it_is_the_one_stats_counts(
+    s3_server: LocalS3, bucket: str
+) -> None:
+    pail = Pail(bucket, make_s3_client(s3_server.connect_kwargs()), max_retries=0)
+    job_id = pail.enqueue({"n": 1})
+    message = pail.claim()
+    assert message is not None
+    message.fail()
+
+    failed = pail.jobs("failed")
+
+    assert pail.stats().failed == 1
+    assert (
+        [row.job_id for row in failed.rows]
+        == [job_id]
+        == [r.job_id for r in pail.jobs("dead").rows]
+    )
