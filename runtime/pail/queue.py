@@ -795,6 +795,23 @@ class Pail:
         )
         return registry.ScheduleInfo(written, written.timing.next_after(self._clock.now()))
 
+    def pause_schedule(self, name: str, *, paused: bool = True) -> ScheduleInfo | None:
+        """Pause schedule ``name`` (``paused=False``: resume it); None if there is none.
+
+        While paused, no tick is due; on resuming, the ticks that fell during
+        the pause are not enqueued (resuming is not a gap to catch up).
+        """
+        from pail.protocol.schedules import registry
+
+        done = registry.set_paused(
+            self._store, self._keys, name, paused, now=self._clock.now(), stats=self.write_stats
+        )
+        return (
+            None
+            if done is None
+            else registry.ScheduleInfo(done, done.timing.next_after(self._clock.now()))
+        )
+
     def unschedule(self, name: str) -> bool:
         """Remove schedule ``name``; False if there was none. Jobs it already enqueued stay."""
         from pail.protocol.schedules import registry

@@ -34,6 +34,14 @@ def test_given_cli_when_add_list_reap_remove_then_the_schedule_round_trips(
     [after] = json.loads(invoke("schedule", "list", bucket, "--json").stdout)
     assert after["last_job"] is not None and pail.status(after["last_job"]) is not None
 
+    paused = invoke("schedule", "pause", bucket, "tick")
+    listed_paused = invoke("schedule", "list", bucket)
+    resumed = invoke("schedule", "resume", bucket, "tick", "--json")
+    missing = invoke("schedule", "pause", bucket, "nothing")
+    assert paused.exit_code == 0 and "tick: paused" in paused.stdout
+    assert "paused" in listed_paused.stdout
+    assert json.loads(resumed.stdout)["paused"] is False and missing.exit_code == 3
+
     removed = invoke("schedule", "remove", bucket, "tick")
     again = invoke("schedule", "remove", bucket, "tick")
     assert removed.exit_code == 0 and again.exit_code == 3

@@ -374,3 +374,37 @@ def test_given_ten_schedules_when_idle_passes_then_one_list_each_and_a_tick_cost
     assert report.enqueued == 1
     assert store.operations() == {"list": 1, "put": 3}
     assert tick_key("minutely", datetime(2026, 1, 1, 1, 3, tzinfo=UTC)).endswith("01:03:00Z")
+
+
+def test_given_paused_schedule_when_reaped_then_no_job_and_resuming_skips_the_pause_s_ticks() -> (
+    None
+):
+    pail, store, server = _queue()
+    pail.schedule("hourly", {"h": 1}, cron="@hourly", catch_up=5)
+    ticker = Ticker(store, pail.keys)
+
+    paused = pail.pause_schedule("hourly")
+    server.advance(3 * 3600)  # 03:00:30: ticks 01:00, 02:00, 03:00 fell while paused
+    while_paused = ticker.tick()
+    resumed = pail.pause_schedule("hourly", paused=False)
+    again = pail.pause_schedule("hourly", paused=False)
+    after_resume = ticker.tick()
+    server.advance(3600)
+    next_tick = ticker.tick()
+
+    assert paused is not None and paused.schedule.paused
+    assert while_paused.enqueued == 0 and after_resume.enqueued == 0
+    assert resumed is not None and not resumed.schedule.paused and again == resumed
+    assert next_tick.enqueued == 1  # 04:00 only
+    assert pail.pause_schedule("nothing") is None
+    assert pail.schedules()[0].to_json()["paused"] is False
+
+
+def test_given_paused_schedule_when_replaced_then_it_stays_paused() -> None:
+    pail, _, _ = _queue()
+    pail.schedule("hourly", {"h": 1}, cron="@hourly")
+    pail.pause_schedule("hourly")
+
+    replaced = pail.schedule("hourly", {"h": 2}, cron="@hourly")
+
+    assert replaced.schedule.paused and pail.schedules()[0].schedule.paused

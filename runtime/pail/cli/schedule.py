@@ -93,6 +93,38 @@ def list_schedules(ctx: click.Context, bucket: str | None) -> None:
     out.result([info.to_json() for info in infos], lambda: render_list(out, infos))
 
 
+@schedule.command("pause")
+@click.argument("args", nargs=-1, metavar="[BUCKET] NAME")
+@global_options
+@click.pass_context
+def pause(ctx: click.Context, args: tuple[str, ...]) -> None:
+    """Pause schedule NAME: no tick enqueues a job until `pail schedule resume`."""
+    _set_paused(ctx, args, paused=True)
+
+
+@schedule.command("resume")
+@click.argument("args", nargs=-1, metavar="[BUCKET] NAME")
+@global_options
+@click.pass_context
+def resume(ctx: click.Context, args: tuple[str, ...]) -> None:
+    """Resume schedule NAME from its next tick (the ticks of the pause are not enqueued)."""
+    _set_paused(ctx, args, paused=False)
+
+
+def _set_paused(ctx: click.Context, args: tuple[str, ...], *, paused: bool) -> None:
+    bucket, (name,) = split_bucket(args, ["NAME"])
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    out = opts.output()
+    info = pail.pause_schedule(name, paused=paused)
+    if info is None:
+        raise CommandError(
+            f"no schedule {name!r} in s3://{pail.bucket}/{pail.keys.root}", ExitCode.NOT_FOUND
+        )
+    state = "paused" if paused else f"resumed, next {_when(info)}"
+    out.result(info.to_json(), lambda: out.line(f"{info.name}: {state}"))
+
+
 @schedule.command("remove")
 @click.argument("args", nargs=-1, metavar="[BUCKET] NAME")
 @global_options
@@ -121,7 +153,7 @@ def render_list(out: Output, infos: list[ScheduleInfo]) -> None:
             [
                 escape(info.name),
                 escape(info.schedule.timing.text),
-                _when(info),
+                "paused" if info.schedule.paused else _when(info),
                 escape(info.last_job or "-"),
                 escape(compact(_payload(info.schedule.payload), 60)),
             ]

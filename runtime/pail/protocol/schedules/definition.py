@@ -79,6 +79,8 @@ class Schedule:
     last_job: str | None = None
     tags: Tags = field(default_factory=dict)
     """The tags of every job a tick enqueues (``pail.tags``)."""
+    paused: bool = False
+    """While paused no tick is due; resuming moves ``created`` to then, so the pause's ticks never run."""
 
     @property
     def since(self) -> datetime:
@@ -126,6 +128,8 @@ class Schedule:
             data["last_job"] = self.last_job
         if self.tags:
             data["tags"] = self.tags
+        if self.paused:
+            data["paused"] = True
         data["w"] = token
         body = dumps(data)
         if len(body) > MAX_BYTES:
@@ -169,9 +173,16 @@ class Schedule:
                 else _time(data["last_tick"], "last_tick"),
                 last_job=None if last_job is None else validate_job_id(last_job),
                 tags=read_tags(data.get("tags")),
+                paused=_flag(data.get("paused", False)),
             )
         except (DecodeError, ConfigurationError, PayloadError) as exc:
             raise DecodeError(f"schedule definition {name!r} is unreadable: {exc}") from None
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise DecodeError(f"paused is {type(value).__name__}, not true or false")
 
 
 def _text(value: object) -> str | None:

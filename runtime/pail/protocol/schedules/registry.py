@@ -72,6 +72,7 @@ class ScheduleInfo:
             "next_due": self.next_due.isoformat(),
             "last_tick": None if s.last_tick is None else s.last_tick.isoformat(),
             "last_job": s.last_job,
+            "paused": s.paused,
         }
 
 
@@ -92,7 +93,9 @@ def put(
             if old is not None and old.same_definition(schedule):
                 return old  # unchanged: keep its creation time, so no tick is skipped
             if old is not None:
-                written = replace(schedule, last_tick=old.last_tick, last_job=old.last_job)
+                written = replace(
+                    schedule, last_tick=old.last_tick, last_job=old.last_job, paused=old.paused
+                )
         token = new_token()
         won = put_conditional(
             store,
@@ -107,6 +110,47 @@ def put(
         if won is not None:
             return written
     raise ConfigurationError(f"schedule {schedule.name!r} keeps changing under us; try again")
+
+
+def set_paused(
+    store: Store,
+    keys: Keys,
+    name: str,
+    paused: bool,
+    *,
+    now: datetime,
+    stats: WriteStats | None = None,
+) -> Schedule | None:
+    """Pause or resume schedule ``name``; what it is now, or None if there is none.
+
+    Resuming moves ``created`` to ``now``: the ticks that fell while it was
+    paused are not due (they are not "missed"). Written ``If-Match``, retried
+    on top of a concurrent scheduler's write.
+    """
+    key = keys.schedule(validate_name(name))
+    for _ in range(ROUNDS):
+        current = store.get(key)
+        if current is None:
+            return None
+        old = _decoded(current)
+        if old is None:
+            raise ConfigurationError(f"schedule {name!r} is unreadable; remove it and add it again")
+        if old.paused == paused:
+            return old
+        new = replace(old, paused=paused, created=old.created if paused else now)
+        token = new_token()
+        won = put_conditional(
+            store,
+            key,
+            new.encode(token),
+            token,
+            if_match=current.etag,
+            stats=stats,
+            reason="schedule",
+        )
+        if won is not None:
+            return new
+    raise ConfigurationError(f"schedule {name!r} keeps changing under us; try again")
 
 
 def remove(store: Store, keys: Keys, name: str) -> bool:

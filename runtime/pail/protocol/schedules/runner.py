@@ -162,6 +162,8 @@ class Ticker:
         if known.schedule is None:
             report.skipped += 1
             return
+        if known.schedule.paused:
+            return  # no tick is due while paused: no request
         if known.next_due is not None and now < known.next_due:
             return  # nothing due: no request
         try:
