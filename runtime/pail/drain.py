@@ -76,6 +76,7 @@ from pail.config import DEFAULT_MIN_POLL_INTERVAL, DEFAULT_POLL_INTERVAL
 from pail.errors import LeaseLostError, PailError, PayloadError, StorageError
 from pail.message import Message
 from pail.protocol.transitions import Ending
+from pail.threads import SYSTEM_THREADS, ThreadFactory
 
 log = logging.getLogger("pail.drain")
 
@@ -412,6 +413,7 @@ def drain(
     paused: Callable[[], bool] | None = None,
     flush: Callable[[], object] | None = None,
     interrupts: Interrupts = Interrupts.PROPAGATE,
+    threads: ThreadFactory = SYSTEM_THREADS,
 ) -> Tally:
     """Claim and run jobs until the queue is empty or the limits say stop.
 
@@ -428,7 +430,8 @@ def drain(
     removal after a result, a read ahead) land first, so nothing is in
     flight when a Lambda invocation returns and freezes, or a process exits.
     ``interrupts``: what a handler's ``KeyboardInterrupt`` or ``SystemExit``
-    means (``Interrupts``; the module docstring).
+    means (``Interrupts``; the module docstring). ``threads`` (``pail.threads``)
+    runs each handler and heartbeat; the simulation passes its own.
     """
     try:
         return _drain(
@@ -443,6 +446,7 @@ def drain(
             tick,
             paused,
             interrupts,
+            threads,
         )
     finally:
         if flush is not None:
@@ -461,6 +465,7 @@ def _drain(
     tick: float,
     paused: Callable[[], bool] | None,
     interrupts: Interrupts,
+    threads: ThreadFactory = SYSTEM_THREADS,
 ) -> Tally:
     observer = observer or LoggingObserver()
     clock = clock or SystemClock()
@@ -522,6 +527,7 @@ def _drain(
                         tick,
                         interrupts,
                         attempt,
+                        threads,
                     )
                     attempt.outcome(report.outcome.value, report.error)
             tally.add(report)
@@ -548,6 +554,7 @@ def _run(
     tick: float,
     interrupts: Interrupts,
     attempt: tracing.Attempt | None = None,
+    threads: ThreadFactory = SYSTEM_THREADS,
 ) -> JobReport:
     started = False
     try:
@@ -562,6 +569,7 @@ def _run(
             tick=tick,
             interrupts=interrupts,
             trace_context=attempt.context() if attempt is not None else None,
+            threads=threads,
         )
     except BaseException as exc:
         # Never leave a claimed job behind a heartbeat that outlives the loop.
@@ -595,16 +603,19 @@ def supervise(
     tick: float = TICK,
     interrupts: Interrupts = Interrupts.PROPAGATE,
     trace_context: Any = None,
+    threads: ThreadFactory = SYSTEM_THREADS,
 ) -> JobReport:
     """Run ``handler`` on one claimed job and settle it; give the lease back if time runs out.
 
     A handler's ``KeyboardInterrupt`` or ``SystemExit`` is raised here, its
     job given back unstarted, unless ``interrupts`` is ``Interrupts.FAIL``.
     ``trace_context`` (``pail.tracing.Attempt.context``) is the context the handler runs in.
+    The handler runs on a thread ``threads`` starts (``pail.threads``: the simulation's
+    are simulated actors, so that this very loop runs under it).
     """
     now = (clock or SystemClock()).monotonic
-    job = JobContext(message, threading.Event())
-    call = _Call(handler, job, now, trace_context)
+    job = JobContext(message, threads.event())
+    call = _Call(handler, job, now, trace_context, threads)
     started = now()
     try:
         call.start()  # in the try: a handler may interrupt this thread before start() returns
@@ -640,21 +651,20 @@ class _Call:
         job: JobContext,
         clock: Callable[[], float],
         trace_context: Any = None,
+        threads: ThreadFactory = SYSTEM_THREADS,
     ) -> None:
         self._trace_context = trace_context
         self._handler = handler
         self._job = job
         self._clock = clock
-        self.finished = threading.Event()
+        self._threads = threads
+        self.finished = threads.event()
         self.result: Any = None
         self.error: BaseException | None = None
         self.duration = 0.0
-        self._thread = threading.Thread(
-            target=self._run, name=f"pail-job-{job.message.id}", daemon=True
-        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._threads.start(self._run, f"pail-job-{self._job.message.id}")
 
     def _run(self) -> None:
         # This thread's context is its own for its whole life: a handler

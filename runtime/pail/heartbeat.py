@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import threading
 import weakref
 
 from pail.clock import Clock
 from pail.errors import LeaseLostError, PailError
 from pail.protocol.lease import Lease
+from pail.threads import SYSTEM_THREADS, Started, ThreadFactory
 
 log = logging.getLogger("pail")
 
@@ -22,7 +22,13 @@ class Heartbeat:
     """
 
     def __init__(
-        self, lease: Lease, interval: float, clock: Clock, owner: object | None = None
+        self,
+        lease: Lease,
+        interval: float,
+        clock: Clock,
+        owner: object | None = None,
+        *,
+        threads: ThreadFactory = SYSTEM_THREADS,
     ) -> None:
         self._lease = lease
         # A weak reference to whoever holds the job (a Message): if user code
@@ -31,21 +37,22 @@ class Heartbeat:
         self._owner = weakref.ref(owner) if owner is not None else None
         self._interval = interval
         self._clock = clock
-        self._stop = threading.Event()
-        self.lost = threading.Event()
+        # Its thread and events come from ``threads`` (``pail.threads``: the simulation's).
+        self._threads = threads
+        self._stop = threads.event()
+        self.lost = threads.event()
         self.failures = 0
-        self._thread = threading.Thread(
-            target=self._run, name=f"pail-heartbeat-{lease.job_id}", daemon=True
-        )
+        self._thread: Started | None = None
 
     def start(self) -> Heartbeat:
-        self._thread.start()
+        self._thread = self._threads.start(self._run, f"pail-heartbeat-{self._lease.job_id}")
         return self
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join()
+        thread = self._thread
+        if thread is not None and thread.is_alive() and self._threads.current() is not thread:
+            thread.join()
 
     def _run(self) -> None:
         while not self._stop.is_set():

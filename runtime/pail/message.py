@@ -18,6 +18,7 @@ from pail.protocol.overlap import SEQUENTIAL, Overlap
 from pail.protocol.transitions import Ending
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
+from pail.threads import SYSTEM_THREADS, ThreadFactory
 
 log = logging.getLogger("pail")
 
@@ -46,7 +47,9 @@ class Message:
         *,
         overlap: Overlap = SEQUENTIAL,
         read_ahead: Callable[[], None] | None = None,
+        threads: ThreadFactory = SYSTEM_THREADS,
     ) -> None:
+        """``threads`` runs the heartbeat (``pail.threads``; the simulation passes its own)."""
         self._store = store
         self._overlap = overlap
         self._read_ahead = read_ahead
@@ -56,7 +59,9 @@ class Message:
         self._stats = stats
         self._settled = False
         self._cancelled: bool | None = None
-        self._heartbeat = Heartbeat(lease, policy.visibility_timeout / 3, clock, owner=self).start()
+        self._heartbeat = Heartbeat(
+            lease, policy.visibility_timeout / 3, clock, owner=self, threads=threads
+        ).start()
 
     @property
     def id(self) -> str:

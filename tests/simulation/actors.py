@@ -11,26 +11,40 @@ is stopped and joined before the job is settled, as ``Message`` does.
 The requests a worker overlaps (the claim's DELETE and HEAD, the lease's
 removal after a result, the next candidate's read ahead) run as actors of its
 process (``tests/simulation/overlap.py``), as ``Pail`` runs them on its pool.
+
+``shipped_worker`` (the ``shipped`` model, ``test_shipped_worker.py``) is
+the worker loop as shipped instead of that copy: ``pail.drain.drain`` and
+``supervise``, ``Message`` (``complete``, ``fail``, ``release``) and
+``Heartbeat``, on this process's simulated clock, store and threads
+(``sim_threads.py``), with stop requests that make the drain release jobs.
+The main sweep still runs the copy, so that the seeds recorded in
+``regressions.py`` keep reaching their bugs; moving it to the shipped loop
+needs new seeds for the variants pinned by a seed alone.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+from pail import drain
 from pail.codec import ErrorInfo
 from pail.drain import Polling
 from pail.errors import JobNotFoundError, LeaseLostError, PailError, StorageError
 from pail.keys import Keys
+from pail.message import Message
 from pail.protocol import settle
 from pail.protocol.claim import Claimer
 from pail.protocol.lease import Lease
 from pail.protocol.reaper import Reaper
 from pail.queue import Pail
 from tests.simulation.overlap import SimOverlap
-from tests.simulation.scheduler import Actor, Process
+from tests.simulation.scheduler import Actor, Process, ProcessClock
+from tests.simulation.sim_threads import SimThreads
 
 if TYPE_CHECKING:
     from tests.simulation.harness import World
@@ -47,6 +61,13 @@ def sim_job_id(index: int) -> str:
 
 ROLLOUT_CHANCE = 0.2
 """Per claim, the chance that a worker still on the old shard count takes the grown one."""
+RETURN_CHANCE = 0.02
+"""Per job claimed under chaos, the chance that the claim ended past the worker's deadline:
+the drain returns the job unstarted (``Message.release(started=False)``, the attempt kept)."""
+RELEASE_CHANCE = 0.05
+"""Per job claimed under chaos, the chance that a stop request (a SIGTERM) comes within a
+lease of the claim: if the handler still runs then, the drain releases the job (the attempt
+spent, ``LeaseReleased`` recorded)."""
 
 
 def producer(world: World, process: Process) -> None:
@@ -258,6 +279,227 @@ def _settle(
         )
         execution.recorded = won
         world.ledger.note(f"job {lease.job_id} completed: {'recorded' if won else 'dropped'}")
+
+
+# --- the shipped worker loop, under simulation (the "shipped" model) -----------------
+
+
+def shipped_worker(world: World, process: Process) -> None:
+    """``Pail.work`` as shipped: the shipped ``pail.drain.drain`` loop, on the simulated clock, store and threads.
+
+    What is not shipped code is the glue ``Pail.work`` and ``Pail.claim`` are
+    made of (a ``Claimer`` on this process's clock and overlap, its lease
+    wrapped in a ``Message``), the rollout of a grown shard count, and the
+    stop requests: now and then a job's worker is told to stop (a SIGTERM, a
+    Lambda's deadline) mid-handler, and the drain releases the lease
+    (``settle.release``, the attempt spent); or a claim ends past the point
+    where no job may start, and the drain returns the job unstarted (the
+    attempt kept). The drain then starts again, as the next invocation would.
+    """
+    config = world.config
+    clock = world.scheduler.clock(process)
+    overlap = SimOverlap(world, process)
+    threads = SimThreads(world.scheduler, process)
+    limits = _Limits()
+    # Stop requests come from a stream of their own: a seed's other draws stay as they were.
+    stops = random.Random(f"stops-{config.seed}-{process.name}")
+
+    def claimer_for(keys: Keys) -> Claimer:
+        return Claimer(
+            world.store,
+            keys,
+            visibility_timeout=config.visibility_timeout,
+            clock=clock,
+            owner=process.name,
+            stats=world.stats,
+            rng=random.Random(world.rng.getrandbits(32)),
+            page_size=config.page_size,
+            overlap=overlap,
+        )
+
+    keys = world.worker_keys()
+    claimer = claimer_for(keys)
+
+    def claim() -> Message | None:
+        nonlocal keys, claimer
+        if keys is not world.keys and world.grown and world.rng.random() < ROLLOUT_CHANCE:
+            # The rollout of the grown shard count reaches this worker.
+            keys = world.keys
+            claimer = claimer_for(keys)
+            world.counts["shard_rollouts"] += 1
+        claim_started = world.scheduler.now
+        with world.phase("claim"):
+            lease = claimer.claim(polling=True)
+        if lease is None:
+            return None
+        limits.next_job(world, stops)
+        world.restart_phase("settle")  # this job's settle (or its return) counts from here
+        return _message(world, process, lease, claim_started, overlap, claimer.read_ahead, threads)
+
+    handler = _handler(world, process)
+    observer = _Observer(world, limits)
+    while True:
+        with world.phase("settle"):
+            drain.drain(
+                claim,
+                handler,
+                limits,
+                polling=Polling(POLL_FLOOR, POLL_CEILING),
+                observer=observer,
+                clock=clock,
+                paused=lambda: claimer.paused,
+                threads=threads,
+            )
+        world.counts["drain_returns"] += 1
+        limits.clear()
+
+
+class _Limits:
+    """``pail.drain.Limits`` of a simulated worker: no budget, but stop requests now and then."""
+
+    def __init__(self) -> None:
+        self.stop: drain.StopReason | None = None
+        self.release: str | None = None
+        self.release_at: float | None = None
+        """When the stop request that releases the running job arrives (simulated time)."""
+        self._now: Callable[[], float] = lambda: 0.0
+
+    def next_job(self, world: World, stops: random.Random) -> None:
+        """Maybe stop, for the job just claimed: before it starts, or halfway through it."""
+        self._now = lambda: world.scheduler.now
+        if not world.chaos_on:
+            return
+        roll = stops.random()
+        if roll < RETURN_CHANCE:
+            self.stop = drain.StopReason.TIME_BUDGET  # the claim ended past the deadline
+            world.counts["returned_unstarted"] += 1
+        elif roll < RETURN_CHANCE + RELEASE_CHANCE:
+            vt = world.config.visibility_timeout
+            self.release_at = world.scheduler.now + stops.uniform(0.0, vt)
+            self.release = "simulated SIGTERM: the worker must stop"
+
+    def clear(self) -> None:
+        self.stop, self.release, self.release_at = None, None, None
+
+    def stop_reason(self) -> drain.StopReason | None:
+        return self.stop
+
+    def wrap_up(self) -> bool:
+        return self.stop is not None or self.release_reason() is not None
+
+    def release_reason(self) -> str | None:
+        if self.release_at is None or self._now() < self.release_at:
+            return None
+        return self.release
+
+
+class _Observer:
+    """``pail.drain.Observer``: each job's settle is a transition of its own (aimed faults)."""
+
+    def __init__(self, world: World, limits: _Limits) -> None:
+        self._world = world
+        self._limits = limits
+
+    def claimed(self, message: Message) -> None:
+        self._world.restart_phase("settle")
+
+    def settled(self, report: drain.JobReport) -> None:
+        world = self._world
+        world.counts[f"drain_{report.outcome}"] += 1
+        world.ledger.note(f"job {report.job_id} attempt {report.attempt}: {report.outcome}")
+        if report.outcome == drain.Outcome.RELEASED:
+            world.counts["releases"] += 1
+        self._limits.release = self._limits.release_at = None  # that job's stop request
+
+
+def _handler(world: World, process: Process) -> Callable[[Any], Any]:
+    """The user's handler: runs (and may crash or stall) for the job's drawn time, maybe raises.
+
+    It learns its job as a user's handler does (``pail.drain.current_job()``)
+    and is cooperative: when the drain says stop (``stopping``), it returns at
+    once, its result discarded.
+    """
+
+    def handler(payload: Any) -> Any:
+        job = drain.current_job()
+        assert job is not None
+        message = job.message
+        record = message.lease.record
+        claim_started = world.claims_started.pop(message.id, world.scheduler.now)
+        execution = world.ledger.execution_started(
+            process, message.id, record.attempt, claim_started
+        )
+        duration, raises = world.handler_outcome(message.id, record.attempt, record.redriven)
+        # A crash unwinds from a wait (``Crash``): the ledger has ended the execution already.
+        if not job.stopping.wait(duration / 2):
+            world.checkpoint_current()  # its process can crash or stall half-way through
+            job.stopping.wait(duration / 2)
+        world.ledger.execution_ended(execution)
+        if job.stopping.is_set():
+            world.ledger.note(f"job {message.id}: the handler stops, the drain releases the job")
+            return None
+        if raises:
+            raise SimulatedError(f"attempt {record.attempt} failed")
+        return {"job": message.id, "attempt": record.attempt, "by": process.name}
+
+    return handler
+
+
+class SimulatedError(Exception):
+    """What a simulated handler raises when its attempt fails."""
+
+
+def _message(
+    world: World,
+    process: Process,
+    lease: Lease,
+    claim_started: float,
+    overlap: SimOverlap,
+    read_ahead: Callable[[], None],
+    threads: SimThreads,
+) -> Message:
+    """``Pail.claim``'s wrapping of a lease, with this process's clock, overlap and threads."""
+    world.claims_started[lease.job_id] = claim_started
+    return Message(
+        world.store,
+        lease.keys,
+        lease,
+        world.policy,
+        _HeartbeatClock(world, world.scheduler.clock(process)),
+        world.stats,
+        overlap=overlap,
+        read_ahead=read_ahead,
+        threads=threads,
+    )
+
+
+class _HeartbeatClock:
+    """The clock a ``Message`` gives its heartbeat: late now and then, each renewal a transition.
+
+    ``Heartbeat`` sleeps on this clock between renewals; while chaos lasts a
+    sleep may run late (a loaded host, a GC pause of that thread), and the
+    renewal after each sleep counts its requests as one ``renew`` (aimed faults).
+    """
+
+    def __init__(self, world: World, clock: ProcessClock) -> None:
+        self._world = world
+        self._clock = clock
+
+    def monotonic(self) -> float:
+        return self._clock.monotonic()
+
+    def now(self) -> datetime:
+        return self._clock.now()
+
+    def sleep(self, seconds: float, wake: threading.Event | None = None) -> None:
+        world = self._world
+        config = world.config
+        if world.chaos_on and world.rng.random() < config.heartbeat_delay_probability:
+            seconds += config.visibility_timeout * world.rng.uniform(0.3, 1.5)
+            world.counts["heartbeat_delays"] += 1
+            world.ledger.note(f"heartbeat delayed to {seconds:.3f} s")
+        self._clock.sleep(seconds, wake=wake)
+        world.restart_phase("renew")
 
 
 def reaper(world: World, process: Process) -> None:

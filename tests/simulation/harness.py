@@ -81,6 +81,8 @@ class Model:
 
 
 PAIL = Model("pail", Rules.PAIL, actors.producer, actors.worker, actors.reaper)
+SHIPPED = Model("shipped", Rules.PAIL, actors.producer, actors.shipped_worker, actors.reaper)
+"""``PAIL`` with the worker loop as shipped (``pail.drain``, ``Message``, ``Heartbeat``)."""
 
 
 OPERATORS = ("redriver", "canceller")
@@ -361,6 +363,8 @@ class World:
         self.outcomes: Callable[[str, int, int], tuple[float, bool]] | None = None
         """A schedule's handler: ``(job, attempt, life) -> (duration, raises)``; random if None."""
         self.scheduler.on_error = self.ledger_actor_died
+        self.claims_started: dict[str, float] = {}
+        """When the claim of each job a worker holds began (``actors``, for the ledger)."""
 
     # -- the store's observer ---------------------------------------------
 
@@ -455,6 +459,17 @@ class World:
                 self._phases.pop(actor, None)
             else:
                 self._phases[actor] = outer
+
+    def restart_phase(self, name: str) -> None:
+        """The current actor's next requests are those of a new transition ``name``.
+
+        For a loop of shipped code that enters one transition after another
+        (the drain settling job after job, a heartbeat renewing) without a
+        ``phase`` of its own around each.
+        """
+        actor = self.scheduler.current
+        assert actor is not None
+        self._phases[actor] = [name, 0]
 
     def phase_of(self, actor: Actor) -> str | None:
         """The transition ``actor``'s requests count in now, if any."""
@@ -570,12 +585,16 @@ class World:
 
     def run(self) -> Outcome:
         # pail logs every retry and reclaim; thousands of runs need none of it.
+        # (Its modules' loggers are children of "pail": the level silences them all.)
         logger = logging.getLogger("pail")
         was_disabled, logger.disabled = logger.disabled, True
+        level = logger.level
+        logger.setLevel(logging.CRITICAL + 1)
         try:
             return self._run()
         finally:
             logger.disabled = was_disabled
+            logger.setLevel(level)
 
     def _job_ids(self) -> Iterator[str]:
         """``Pail.enqueue``'s ids in this run: fixed, in order, and each known to the ledger."""
@@ -653,14 +672,19 @@ class World:
 
 
 def model_named(name: str) -> Model:
-    """``pail`` (the protocol under test) or ``original`` (pailq 0.1.1, the known-bad model)."""
+    """``pail`` (the protocol under test), ``shipped`` (its worker loop as shipped) or ``original``.
+
+    ``original`` is pailq 0.1.1, the known-bad model.
+    """
     if name == PAIL.name:
         return PAIL
+    if name == SHIPPED.name:
+        return SHIPPED
     if name == "original":
         from tests.simulation import original_model
 
         return original_model.model()
-    raise ValueError(f"unknown model {name!r}: use 'pail' or 'original'")
+    raise ValueError(f"unknown model {name!r}: use 'pail', 'shipped' or 'original'")
 
 
 def sharded_config(config: SimConfig) -> SimConfig:

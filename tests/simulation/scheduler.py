@@ -75,7 +75,10 @@ class ProcessClock:
         return EPOCH + timedelta(seconds=self._scheduler.now + self._skew)
 
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> None:
-        self._scheduler.sleep(seconds)
+        if isinstance(wake, SimEvent):
+            wake.wait(seconds)  # ended early by ``set``, as ``threading.Event.wait`` is
+        else:
+            self._scheduler.sleep(seconds)
 
 
 class Scheduler:
@@ -203,8 +206,49 @@ class Scheduler:
     def _kill(self, actor: Actor) -> None:
         if not actor.finished and actor.task is not None:
             actor.finished = True
-            actor.task.throw(GreenletExit)
+            # The actor unwinds as itself (a ``finally`` of shipped code may reach for the
+            # clock or the store): its process is dead, so its first wait or request raises.
+            self.current = actor
+            try:
+                actor.task.throw(GreenletExit)
+            finally:
+                self.current = None
 
     def _push(self, actor: Actor, at: float) -> None:
         actor.epoch += 1
         heapq.heappush(self._heap, (at, next(self._order), actor.epoch, actor))
+
+
+_FOREVER = 1e9
+
+
+class SimEvent(threading.Event):
+    """A ``threading.Event`` whose waits are the scheduler's: ``set`` wakes every waiting actor."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        super().__init__()
+        self._scheduler = scheduler
+        self._waiting: list[Actor] = []
+        """In the order they began to wait: a run is a function of its seed alone."""
+
+    def set(self) -> None:
+        super().set()
+        for actor in list(self._waiting):
+            self._scheduler.wake(actor)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait ``timeout`` simulated seconds (for ever if None) or until set."""
+        if self.is_set():
+            return True
+        self.sleep(_FOREVER if timeout is None else timeout)
+        return self.is_set()
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less if the event is set meanwhile (``Clock.sleep``'s ``wake``)."""
+        actor = self._scheduler.current
+        assert actor is not None, "a simulated event is waited on inside an actor"
+        self._waiting.append(actor)
+        try:
+            self._scheduler.sleep(seconds)
+        finally:
+            self._waiting.remove(actor)

@@ -259,6 +259,10 @@ class SimStore:
         if actor is None:
             self.applying = call
             return self._apply(None, op, key, apply, mutates)
+        if not actor.process.alive:
+            # A dead process sends nothing: code unwinding from its crash (a ``finally``,
+            # the drain's release on the way out) stops at its first request.
+            raise _scheduler.Crash(actor.process.name)
         self.requests += 1
         try:
             return self._tries(actor, op, key, apply, call, mutates, conditional)
