@@ -4,7 +4,7 @@ A world is a simulated bucket (``SimStore``: latency, 5xx, 409s, lost
 responses), two or three scheduler processes that each run a tick pass
 (``pail.protocol.schedules.Ticker``, the reaper's schedules step) about once
 a minute, a producer whose wall clock is skewed by up to a minute making the
-schedules, and a worker that claims and completes the jobs (so a tick's job
+schedules (and pausing one for a while, then resuming it), and a worker that claims and completes the jobs (so a tick's job
 may be done, not pending, when another scheduler meets its key record).
 Schedulers crash at the ends of any request (and come back, with a cold
 cache, after a while) or freeze mid-pass; their own clocks are skewed too.
@@ -28,8 +28,10 @@ wraps whatever step is in place to attribute the entries it writes.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -198,7 +200,12 @@ class World:
                     report = None  # the listing failed: the reaper logs it and goes on
                 if report is not None and not report.failed and report.at is not None:
                     self.passes += 1
-                    self._check_pass(listed, report.at)
+                    # Only the schedules not paused, resumed or made meanwhile: what the pass saw.
+                    after = {(s.name, s.paused, s.created) for s in self._definitions()}
+                    steady = [
+                        s for s in listed if not s.paused and (s.name, s.paused, s.created) in after
+                    ]
+                    self._check_pass(steady, report.at)
                 self.scheduler.sleep(self.rng.uniform(50, 70))
 
         self.scheduler.spawn(process, "ticks", loop, delay=delay)
@@ -224,13 +231,23 @@ class World:
         def make() -> None:
             for name, timing in order:
                 self.scheduler.sleep(self.rng.uniform(0, 200))
-                try:
-                    pail.schedule(name, {"schedule": name}, **timing)
-                except PailError:
-                    self.scheduler.sleep(5)
-                    pail.schedule(name, {"schedule": name}, **timing)
+                self._retried(functools.partial(pail.schedule, name, {"schedule": name}, **timing))
+            # An operator pauses one schedule for a while, then resumes it.
+            chosen = self.rng.choice(order)[0]
+            self.scheduler.sleep(self.rng.uniform(0, 300))
+            self._retried(functools.partial(pail.pause_schedule, chosen))
+            self.scheduler.sleep(self.rng.uniform(30, 300))
+            self._retried(functools.partial(pail.pause_schedule, chosen, paused=False))
 
         self.scheduler.spawn(process, "schedules", make)
+
+    def _retried(self, call: Callable[[], object]) -> None:
+        for _ in range(5):
+            try:
+                call()
+                return
+            except PailError:
+                self.scheduler.sleep(5)
 
     def _worker(self) -> None:
         """Finishes jobs as a worker's claim and complete would leave them: ``done/`` written, entry gone.
