@@ -3,7 +3,7 @@
 One process, the in-memory store (no I/O: what is measured is pail's own
 work), ``--jobs`` jobs enqueued and worked two ways: with no tracer provider
 (the API's default: pail makes no span and writes no field), then with the
-SDK recording every span into its in-memory exporter. The store counts the
+SDK recording every span into its in-memory exporter. A ``CountingStore`` counts the
 requests each job makes (what S3 would bill), and the pending entry's bytes.
 
     scripts/tracing-cost
@@ -19,33 +19,7 @@ import time
 from typing import Any
 
 from pail import MemoryStore, Pail
-from pail.store.base import ListPage, ObjectInfo, StoredObject, WriteResult
-
-
-class _Counting(MemoryStore):
-    """The in-memory store, counting its requests."""
-
-    requests = 0
-
-    def get(self, key: str) -> StoredObject | None:
-        self.requests += 1
-        return super().get(key)
-
-    def head(self, key: str) -> ObjectInfo | None:
-        self.requests += 1
-        return super().head(key)
-
-    def put(self, key: str, body: bytes, **options: Any) -> WriteResult:
-        self.requests += 1
-        return super().put(key, body, **options)
-
-    def delete(self, key: str, **options: Any) -> None:
-        self.requests += 1
-        super().delete(key, **options)
-
-    def list(self, prefix: str, **options: Any) -> ListPage:
-        self.requests += 1
-        return super().list(prefix, **options)
+from pail.store.counting import CountingStore
 
 
 def _round(pail: Pail, jobs: int) -> tuple[float, float, int]:
@@ -68,12 +42,12 @@ def _round(pail: Pail, jobs: int) -> tuple[float, float, int]:
 def _measure(label: str, jobs: int, repeat: int) -> dict[str, Any]:
     enqueues, works, size, requests = [], [], 0, 0
     for _ in range(repeat):
-        store = _Counting("cost")
+        store = CountingStore(MemoryStore("cost"))
         pail = Pail(store)
         enqueue, work, size = _round(pail, jobs)
         enqueues.append(enqueue)
         works.append(work)
-        requests = store.requests
+        requests = store.total()
     return {
         "setting": label,
         "requests_per_job": round(requests / (jobs + 1), 2),

@@ -24,7 +24,7 @@ from pail.dashboard.model import MAX_READ
 from pail.dashboard.views import MAX_SHOWN
 from pail.errors import ObjectTooLargeError
 from pail.local import LocalS3
-from pail.store.base import ObjectInfo, StoredObject
+from tests.support.plain_store import PlainStore
 
 pytestmark = pytest.mark.s3
 
@@ -141,24 +141,6 @@ def test_given_a_pending_job_over_the_read_cap_when_its_state_is_listed_then_it_
     status, _, page = Browser(server).get("/q/_/jobs?state=pending")
 
     assert status == 200 and len(page) < PAGE_LIMIT and "too large to read here" in page
-
-
-class PlainStore:
-    """A store without ``get_bounded``: only the ``Store`` protocol (a third-party store)."""
-
-    def __init__(self, inner: MemoryStore) -> None:
-        self._inner = inner
-        self.bucket = inner.bucket
-        self.ordered_listing = True
-
-    def get(self, key: str) -> StoredObject | None:
-        return self._inner.get(key)
-
-    def head(self, key: str) -> ObjectInfo | None:
-        return self._inner.head(key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 def test_given_a_store_without_bounded_gets_when_read_with_a_cap_then_a_head_comes_first() -> None:

@@ -16,6 +16,7 @@ from pail import JobState, MemoryStore, Pail
 from pail.clock import ManualClock
 from pail.keys import shard_of
 from pail.protocol.claim import PRIORITY_LOOK_EVERY, Claimer
+from pail.store.counting import CountingStore
 from tests.support.counting import RequestCounter
 
 FRESH_WORKERS = 24
@@ -63,20 +64,6 @@ def test_given_a_high_job_in_a_sharded_queue_then_it_waits_in_the_flat_layout_an
     assert pail.status(urgent) is not None
 
 
-class CountingStore(MemoryStore):
-    """A MemoryStore that counts its listings (both kinds)."""
-
-    lists = 0
-
-    def list(self, *args: Any, **kwargs: Any) -> Any:
-        self.lists += 1
-        return super().list(*args, **kwargs)
-
-    def list_prefixes(self, *args: Any, **kwargs: Any) -> Any:
-        self.lists += 1
-        return super().list_prefixes(*args, **kwargs)
-
-
 def test_given_a_high_job_in_a_sharded_queue_when_cancelled_then_it_never_runs() -> None:
     pail = Pail(MemoryStore("jobs"), shards=4)
     urgent = pail.enqueue({"urgent": True}, priority="high")
@@ -95,11 +82,11 @@ def test_given_a_high_job_in_a_sharded_queue_when_cancelled_then_it_never_runs()
 def test_given_a_backlog_of_normal_jobs_in_a_sharded_queue_then_the_priority_look_costs_one_list_per_refill_not_per_claim() -> (
     None
 ):
-    store = CountingStore("jobs")
+    store = CountingStore(MemoryStore("jobs"))
     pail = Pail(store, shards=4)
     for n in range(400):
         pail.enqueue({"n": n})
-    before = store.lists
+    before = store.requests["ListObjectsV2"]
 
     processed = 0
     while pail.work_once(lambda payload: None):
@@ -109,7 +96,7 @@ def test_given_a_backlog_of_normal_jobs_in_a_sharded_queue_then_the_priority_loo
     # and the empty round at the end, each with at most one look at the
     # priority place beside it. Per claim: 400 claims, under 0.1 LIST each.
     assert processed == 400
-    assert store.lists - before <= 2 * (5 + 5 + 1)
+    assert store.requests["ListObjectsV2"] - before <= 2 * (5 + 5 + 1)
 
 
 def test_given_an_idle_sharded_queue_when_polling_then_a_poll_still_costs_one_list() -> None:

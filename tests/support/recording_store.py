@@ -3,29 +3,42 @@
 ``calls`` holds ``(operation, key)`` in the order they were served
 (``list``: the prefix). Requests sent together (a claim's DELETE and HEAD)
 may be recorded in either order; compare them as a ``Counter`` when it matters.
+The counting is ``pail.store.counting``'s, the wrapper the search page and the
+dashboard count their requests with.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 
-from pail.store.base import ListPage, ObjectInfo, PrefixPage, StoredObject, WriteResult
+from pail.store import counting
+from pail.store.counting import CountingStore
 from pail.store.memory import MemoryStore
 
+# The store method each S3 operation is ("list" both for listings of keys and of prefixes).
+_METHODS = {
+    counting.LIST: "list",
+    counting.GET: "get",
+    counting.HEAD: "head",
+    counting.PUT: "put",
+    counting.DELETE: "delete",
+}
 
-class RecordingStore(MemoryStore):
-    """A ``MemoryStore`` that records ``(operation, key)`` for every request."""
+
+class RecordingStore(CountingStore):
+    """A ``MemoryStore`` behind a ``CountingStore`` that records ``(operation, key)`` for every request."""
 
     def __init__(self, bucket: str = "jobs", *, now: Callable[[], datetime] | None = None) -> None:
-        if now is None:
-            super().__init__(bucket)
-        else:
-            super().__init__(bucket, now=now)
+        self.memory = MemoryStore(bucket) if now is None else MemoryStore(bucket, now=now)
+        super().__init__(self.memory, on_request=self._recorded)
         self._record_lock = threading.Lock()
         self.calls: list[tuple[str, str]] = []
+
+    def _recorded(self, operation: str, key: str) -> None:
+        self._record(_METHODS[operation], key)
 
     def _record(self, operation: str, key: str) -> None:
         with self._record_lock:
@@ -41,60 +54,6 @@ class RecordingStore(MemoryStore):
         with self._record_lock:
             return Counter(operation for operation, _ in self.calls)
 
-    def get(self, key: str) -> StoredObject | None:
-        self._record("get", key)
-        return super().get(key)
-
-    def head(self, key: str) -> ObjectInfo | None:
-        self._record("head", key)
-        return super().head(key)
-
-    def put(
-        self,
-        key: str,
-        body: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        metadata: Mapping[str, str] | None = None,
-        content_type: str = "application/json",
-    ) -> WriteResult:
-        self._record("put", key)
-        return super().put(
-            key,
-            body,
-            if_none_match=if_none_match,
-            if_match=if_match,
-            metadata=metadata,
-            content_type=content_type,
-        )
-
-    def delete(self, key: str, *, if_match: str | None = None) -> None:
-        self._record("delete", key)
-        super().delete(key, if_match=if_match)
-
-    def list(
-        self,
-        prefix: str,
-        *,
-        max_keys: int = 1000,
-        start_after: str | None = None,
-        continuation: str | None = None,
-    ) -> ListPage:
-        self._record("list", prefix)
-        return super().list(
-            prefix, max_keys=max_keys, start_after=start_after, continuation=continuation
-        )
-
-    def list_prefixes(
-        self,
-        prefix: str,
-        *,
-        delimiter: str = "/",
-        max_keys: int = 1000,
-        continuation: str | None = None,
-    ) -> PrefixPage:
-        self._record("list", prefix)
-        return super().list_prefixes(
-            prefix, delimiter=delimiter, max_keys=max_keys, continuation=continuation
-        )
+    def keys(self) -> list[str]:
+        """Every key in the store (``MemoryStore.keys``): no request."""
+        return self.memory.keys()

@@ -24,6 +24,7 @@ MODULES = [
     "pail.local",
     "pail.demo.jobs",
     "pail.demo.display",
+    "pail.store.counting",
     "pail.operate.objects",
     "pail.operate.snapshot",
     "pail.operate.jobs",

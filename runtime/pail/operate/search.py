@@ -24,8 +24,6 @@ window over ``queue/`` (its key is its due time, not its id).
 from __future__ import annotations
 
 import heapq
-import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -38,7 +36,8 @@ from pail.ids import ulid_time
 from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
 from pail.protocol.index import Window, candidates, entry_key, forget, tag_prefix
 from pail.status import JobState, JobStatus, read_delayed_status, read_status
-from pail.store.base import ListPage, ObjectInfo, Store, StoredObject, WriteResult
+from pail.store.base import Store
+from pail.store.counting import CountingStore
 from pail.tags import Tags, validate
 
 DEFAULT_LIMIT = 50
@@ -146,75 +145,6 @@ class SearchPage:
         }
 
 
-class _Counted:
-    """The store, counting the requests a search makes (its page states them)."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._lock = threading.Lock()
-        self.requests: Counter[str] = Counter()
-
-    def _count(self, operation: str) -> None:
-        with self._lock:
-            self.requests[operation] += 1
-
-    @property
-    def bucket(self) -> str:
-        return self._store.bucket
-
-    @property
-    def ordered_listing(self) -> bool:
-        return self._store.ordered_listing
-
-    def get(self, key: str) -> StoredObject | None:
-        self._count("GetObject")
-        return self._store.get(key)
-
-    def head(self, key: str) -> ObjectInfo | None:
-        self._count("HeadObject")
-        return self._store.head(key)
-
-    def put(
-        self,
-        key: str,
-        body: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        metadata: Mapping[str, str] | None = None,
-        content_type: str = "application/json",
-    ) -> WriteResult:
-        self._count("PutObject")
-        return self._store.put(
-            key,
-            body,
-            if_none_match=if_none_match,
-            if_match=if_match,
-            metadata=metadata,
-            content_type=content_type,
-        )
-
-    def delete(self, key: str, *, if_match: str | None = None) -> None:
-        self._count("DeleteObject")
-        self._store.delete(key, if_match=if_match)
-
-    def list(
-        self,
-        prefix: str,
-        *,
-        max_keys: int = 1000,
-        start_after: str | None = None,
-        continuation: str | None = None,
-    ) -> ListPage:
-        self._count("ListObjectsV2")
-        return self._store.list(
-            prefix, max_keys=max_keys, start_after=start_after, continuation=continuation
-        )
-
-    def presign_get(self, key: str, expires_in: int) -> str:
-        return self._store.presign_get(key, expires_in)
-
-
 def _deduped(ids: Iterator[str]) -> Iterator[str]:
     last = None
     for job_id in ids:
@@ -243,7 +173,7 @@ def search(
     >>> [job.id == acme for job in page.jobs], page.plan, page.requests["ListObjectsV2"]
     ([True], 'index', 1)
     """
-    counted = _Counted(store)
+    counted = CountingStore(store)
     now = now or datetime.now(UTC)
     plan = "index" if query.tags else "listing"
     index_prefix: str | None = None
