@@ -54,6 +54,9 @@ INDEX = f"{SYSTEM}index/"
 """The search index of tagged jobs (``pail.protocol.index``): one empty object per tag of a job."""
 SCHEDULES = "schedules/"
 """Under ``_pail/``: one definition per schedule, named by it (``pail.protocol.schedules``)."""
+RATE = f"{SYSTEM}limits/rate/"
+"""Rate limits' start tokens (``pail.protocol.limits.rate``): one create-only object per start,
+named by its scope, period, window and slot; a lifecycle rule expires them."""
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -302,6 +305,14 @@ class Keys:
     def schedule(self, name: str) -> str:
         """The definition object of schedule ``name`` (validated by ``pail.protocol.schedules``)."""
         return f"{self.schedules()}{name}"
+
+    def rate_tokens(self) -> str:
+        """The prefix of the queue's rate-limit start tokens (``pail.protocol.limits.rate``).
+
+        >>> Keys("reports").rate_tokens(), Keys().rate_tokens()
+        ('reports/_pail/limits/rate/', '_pail/limits/rate/')
+        """
+        return f"{self.root}{RATE}"
 
     def entry_id(self, key: str, state: str) -> str | None:
         """The job id of ``key`` under ``state``'s prefix, or None if the key names no job.
