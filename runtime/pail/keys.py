@@ -54,7 +54,7 @@ INDEX = f"{SYSTEM}index/"
 """The search index of tagged jobs (``pail.protocol.index``): one empty object per tag of a job."""
 SCHEDULES = "schedules/"
 """Under ``_pail/``: one definition per schedule, named by it (``pail.protocol.schedules``)."""
-RATE = f"{SYSTEM}limits/rate/"
+RATE = f"{SYSTEM}rate/"
 """Rate limits' start tokens (``pail.protocol.limits.rate``): one create-only object per start,
 named by its scope, period, window and slot; a lifecycle rule expires them."""
 
@@ -310,7 +310,7 @@ class Keys:
         """The prefix of the queue's rate-limit start tokens (``pail.protocol.limits.rate``).
 
         >>> Keys("reports").rate_tokens(), Keys().rate_tokens()
-        ('reports/_pail/limits/rate/', '_pail/limits/rate/')
+        ('reports/_pail/rate/', '_pail/rate/')
         """
         return f"{self.root}{RATE}"
 

@@ -258,3 +258,36 @@ def test_given_the_server_clock_estimate_when_observed_then_it_never_moves_back(
     estimate.observe(start)  # the same truncated Date, read later: the estimate keeps its lead
     assert estimate.seconds() == pytest.approx(start.timestamp() + 0.6)
     assert isinstance(estimate.now(), datetime)
+
+
+def test_given_a_rate_section_when_decoded_then_scopes_group_first_then_queue() -> None:
+    section = rate.RateLimits.from_json(
+        {
+            "queue": {"max": 10, "per": 1},
+            "group": {"max": 2, "per": 1},
+            "groups": {"big": {"max": 5, "per": 60}},
+        }
+    )
+    assert section.limited and rate.RateLimits.from_json(section.to_json()) == section
+    assert section.scopes("big") == [("group/big", Rate(5, 60)), (QUEUE_SCOPE, Rate(10, 1))]
+    assert section.scopes("small") == [("group/small", Rate(2, 1)), (QUEUE_SCOPE, Rate(10, 1))]
+    assert section.scopes(None) == [(QUEUE_SCOPE, Rate(10, 1))]
+    assert not rate.RateLimits.from_json(None).limited
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "10/s",
+        [1],
+        {"queue": "10/s"},
+        {"groups": []},
+        {"groups": {"": {"max": 1, "per": 1}}},
+        {"group": {"max": -1, "per": 1}},
+    ],
+)
+def test_given_a_foreign_rate_section_when_decoded_then_one_start_a_second_and_a_reason(
+    value: object,
+) -> None:
+    section = rate.RateLimits.from_json(value)
+    assert section.queue == rate.FOREIGN_RATE and section.reason

@@ -2,7 +2,7 @@
 
 A start first takes a **token**: a create-only object ::
 
-    {ns}/_pail/limits/rate/{scope}/{per}s/{window}/{slot}
+    {ns}/_pail/rate/{scope}/{per}s/{window}/{slot}
 
 where ``window`` is the server's time in whole seconds divided by ``per``
 (the period, rounded down), and ``slot`` is a number below R. Create-only
@@ -157,6 +157,97 @@ class Rate:
         return float((window + 1) * self.per)
 
 
+FOREIGN_RATE = Rate(1, 1)
+"""The queue's rate while the limits object's ``rate`` section holds bytes pail cannot read:
+someone meant a rate limit, and one start a second is below any they can have meant."""
+MAX_GROUP_RATES = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimits:
+    """A queue's rate limits: the ``rate`` section of its limits object (``_pail/limits``).
+
+    ``queue``: the queue's; ``group``: every group's (each its own windows)
+    unless ``groups`` names its own. The section's JSON::
+
+        "rate": {"queue": {"max": 10, "per": 1}, "group": {"max": 2, "per": 1},
+                 "groups": {"tenant-42": {"max": 5, "per": 1}}}
+
+    >>> RateLimits.from_json({"queue": {"max": 10, "per": 1}}).queue
+    Rate(max=10, per=1)
+    >>> RateLimits.from_json("junk").queue, RateLimits.from_json("junk").reason is not None
+    (Rate(max=1, per=1), True)
+    """
+
+    queue: Rate | None = None
+    group: Rate | None = None
+    groups: Mapping[str, Rate] = field(default_factory=dict)
+    reason: str | None = None
+    """Why the section could not be read (then ``queue`` is ``FOREIGN_RATE``)."""
+
+    @property
+    def limited(self) -> bool:
+        """True if any start must take a token."""
+        return self.queue is not None or self.group is not None or bool(self.groups)
+
+    def group_rate(self, group: str | None) -> Rate | None:
+        if group is None:
+            return None
+        return self.groups.get(group, self.group)
+
+    def scopes(self, group: str | None) -> list[tuple[str, Rate]]:
+        """The scopes a start of a job of ``group`` takes a token in: its group's, then the queue's."""
+        found: list[tuple[str, Rate]] = []
+        group_rate = self.group_rate(group)
+        if group is not None and group_rate is not None:
+            found.append((group_scope(group), group_rate))
+        if self.queue is not None:
+            found.append((QUEUE_SCOPE, self.queue))
+        return found
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {}
+        if self.queue is not None:
+            data["queue"] = self.queue.to_json()
+        if self.group is not None:
+            data["group"] = self.group.to_json()
+        if self.groups:
+            data["groups"] = {name: r.to_json() for name, r in sorted(self.groups.items())}
+        return data
+
+    @classmethod
+    def from_json(cls, value: object) -> RateLimits:
+        """The section's rates; never raises (foreign bytes limit the queue to ``FOREIGN_RATE``)."""
+        if value is None:
+            return NO_RATES
+        try:
+            if not isinstance(value, Mapping):
+                raise DecodeError(f"a rate section must be an object, not {type(value).__name__}")
+            queue, group, overrides = (
+                value.get("queue"),
+                value.get("group"),
+                value.get("groups", {}),
+            )
+            if not isinstance(overrides, Mapping) or len(overrides) > MAX_GROUP_RATES:
+                raise DecodeError(f"groups must be an object of at most {MAX_GROUP_RATES} rates")
+            groups: dict[str, Rate] = {}
+            for name, rate in overrides.items():
+                if not isinstance(name, str) or not name:
+                    raise DecodeError(f"{name!r} is not a group name")
+                group_scope(name)
+                groups[name] = Rate.from_json(rate)
+            return cls(
+                queue=None if queue is None else Rate.from_json(queue),
+                group=None if group is None else Rate.from_json(group),
+                groups=groups,
+            )
+        except (DecodeError, ConfigurationError) as exc:
+            return cls(queue=FOREIGN_RATE, reason=str(exc))
+
+
+NO_RATES = RateLimits()
+
+
 def group_scope(group: str) -> str:
     """The scope segment of a group's tokens: its name percent-encoded, so any name is one segment.
 
@@ -188,7 +279,7 @@ def token_key(keys: Keys, scope: str, rate: Rate, window: int, slot: int) -> str
     """The key of one slot of one window.
 
     >>> token_key(Keys("q"), "queue", Rate(10, 1), 1767225600, 3)
-    'q/_pail/limits/rate/queue/1s/001767225600/0003'
+    'q/_pail/rate/queue/1s/001767225600/0003'
     """
     return f"{window_prefix(keys, scope, rate, window)}{slot:04d}"
 
@@ -213,9 +304,9 @@ class TokenKey:
 def parse_token_key(keys: Keys, key: str) -> TokenKey | None:
     """The token a key names, or None for a key pail never writes there (passed by, never raised).
 
-    >>> parse_token_key(Keys(), "_pail/limits/rate/group/t1/1s/001767225600/0003")
+    >>> parse_token_key(Keys(), "_pail/rate/group/t1/1s/001767225600/0003")
     TokenKey(scope='group/t1', per=1, window=1767225600, slot=3)
-    >>> parse_token_key(Keys(), "_pail/limits/rate/queue/1s/garbage") is None
+    >>> parse_token_key(Keys(), "_pail/rate/queue/1s/garbage") is None
     True
     """
     prefix = keys.rate_tokens()
@@ -303,6 +394,8 @@ class Take:
     """Refused because a listing showed every slot of the window taken."""
     wasted: int = 0
     """Tokens taken (in other scopes of a ``take_all``) that start nothing."""
+    tokens: tuple[tuple[str, str], ...] = ()
+    """The tokens this start holds, as ``(key, write token)``: one per scope."""
 
 
 @dataclass
@@ -310,6 +403,7 @@ class _Window:
     """What one taker knows of one scope's current window."""
 
     window: int
+    max: int
     taken: set[int] = field(default_factory=set)
     listed: bool = False
     full: bool = False
@@ -397,8 +491,8 @@ class RateGate:
                 self._hot.add(slot_scope)
             window = rate.window(datetime.fromtimestamp(now, UTC))
             state = self._windows.get(slot_scope)
-            if state is None or state.window != window:
-                state = _Window(window)
+            if state is None or (state.window, state.max) != (window, rate.max):
+                state = _Window(window, rate.max)
                 self._windows[slot_scope] = state
             if state.full:
                 return self._refused(rate, state, now, requests, failed)
@@ -441,7 +535,10 @@ class RateGate:
                 continue  # not a start: its write landed in another window
             if failed == 0:
                 self._hot.discard(slot_scope)
-            return self._granted(Take(True, key, written.server_time, 0.0, requests, failed))
+            granted = Take(
+                True, key, written.server_time, 0.0, requests, failed, tokens=((key, write),)
+            )
+            return self._granted(granted)
         self.stats.busy += 1
         self._hot.add(slot_scope)
         return self._account(Take(False, wait=BUSY_WAIT, requests=requests, failed=failed))
@@ -470,7 +567,8 @@ class RateGate:
                 )
             taken.append(answer)
         last = taken[-1]
-        return Take(True, last.key, last.granted_at, 0.0, requests, failed)
+        tokens = tuple(token for answer in taken for token in answer.tokens)
+        return Take(True, last.key, last.granted_at, 0.0, requests, failed, tokens=tokens)
 
     def _refused(self, rate: Rate, state: _Window, now: float, requests: int, failed: int) -> Take:
         self.stats.refused_full += 1
@@ -499,6 +597,11 @@ class SweepReport:
     """True when it stopped at its bound with past windows left."""
 
 
+def _over(token: TokenKey, server_seconds: int) -> bool:
+    """True once ``token``'s window has ended by ``server_seconds`` (a listing's Date)."""
+    return (token.window + 1) * token.per <= server_seconds
+
+
 def sweep(store: Store, keys: Keys, *, max_deletes: int = 1000) -> SweepReport:
     """Delete the tokens of windows that are over, at most ``max_deletes`` of them.
 
@@ -519,7 +622,7 @@ def sweep(store: Store, keys: Keys, *, max_deletes: int = 1000) -> SweepReport:
             if token is None:
                 foreign += 1
                 continue
-            if (token.window + 1) * token.per > server:
+            if not _over(token, server):
                 continue
             if deleted >= max_deletes:
                 return SweepReport(deleted, lists, foreign, more=True)
