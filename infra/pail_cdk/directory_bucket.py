@@ -35,7 +35,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3express as s3express
 from constructs import Construct
 
-from pail.keys import DEDUP, DLQ, DONE, INDEX, Keys
+from pail.keys import DEDUP, DLQ, DONE, INDEX, RATE, Keys
 from pail.store.s3 import is_directory_bucket
 
 CREATE_SESSION = "s3express:CreateSession"
@@ -121,6 +121,7 @@ def create_directory_bucket(
     expire("dead-letters", DLQ, dlq_retention)
     expire("dedup-keys", DEDUP, dedup_key_ttl)
     expire("search-index", INDEX, search_index_ttl(result_ttl, dlq_retention))
+    expire("rate-tokens", RATE, Duration.days(1))  # a rate's period is at most a day
     rules.append(
         s3express.CfnDirectoryBucket.RuleProperty(
             id=f"{rule_prefix}-multipart",

@@ -48,7 +48,7 @@ import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import Annotations, ArnFormat, Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -133,6 +133,39 @@ def _check_service_size(
         steps=DEFAULT_SCALING_STEPS if scaling_steps is None else scaling_steps,
         scale_out_after=scale_out_after,
         scale_in_after=scale_in_after,
+    )
+
+
+def _capped_by_concurrency(
+    limit: int | None, min_tasks: int | None, max_tasks: int | None, desired_count: int | None
+) -> tuple[int | None, int | None, list[str]]:
+    """``max_tasks`` and ``desired_count`` no larger than the queue's concurrency ``limit``.
+
+    A task runs one job at a time, so a task past the limit could only wait
+    (polling politely, claiming nothing): the auto scaling never grows past
+    it. Returns the two counts and a note for each one capped.
+
+    >>> _capped_by_concurrency(3, None, 16, None)
+    (3, None, ['max_tasks=16 is capped at 3: the queue runs at most 3 jobs at once (PailQueue(concurrency=...))'])
+    """
+    if limit is None:
+        return max_tasks, desired_count, []
+    cap = max(1, limit)
+    if min_tasks is not None and min_tasks > cap:
+        raise ValueError(
+            f"min_tasks ({min_tasks}) is more than the queue's concurrency limit ({limit}): "
+            "the tasks past it could only wait"
+        )
+    notes = [
+        f"{name}={value} is capped at {cap}: the queue runs at most {limit} jobs at once "
+        "(PailQueue(concurrency=...))"
+        for name, value in (("max_tasks", max_tasks), ("desired_count", desired_count))
+        if value is not None and value > cap
+    ]
+    return (
+        None if max_tasks is None else min(max_tasks, cap),
+        None if desired_count is None else min(desired_count, cap),
+        notes,
     )
 
 
@@ -277,8 +310,16 @@ class PailFargateWorker(Construct):
             scale_out_after,
             scale_in_after,
         )
+        capped_max, desired_count, capped = _capped_by_concurrency(
+            queue.concurrency, min_tasks, max_tasks, desired_count
+        )
         super().__init__(scope, construct_id)
         self.mode = parsed_mode
+        for note in capped:
+            Annotations.of(self).add_info(note)
+        max_tasks = capped_max
+        self.max_tasks = max_tasks
+        """The most tasks the auto scaling runs: ``max_tasks``, capped by the queue's concurrency."""
 
         own_network = cluster is None
         self.cluster: ecs.ICluster = (

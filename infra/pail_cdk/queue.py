@@ -19,7 +19,17 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from pail import bounds, config, metrics_names
-from pail.keys import DEDUP, DLQ, DONE, INDEX, QUEUE, Keys, validate_namespace, validate_shards
+from pail.keys import (
+    DEDUP,
+    DLQ,
+    DONE,
+    INDEX,
+    QUEUE,
+    RATE,
+    Keys,
+    validate_namespace,
+    validate_shards,
+)
 from pail.status_page import EXPOSED_HEADERS
 from pail.store.s3 import is_directory_bucket
 from pail_cdk import access, nag
@@ -43,6 +53,9 @@ DEFAULT_DLQ_RETENTION = Duration.days(30)
 DEFAULT_REAPER_SCHEDULE = Duration.minutes(1)
 DEFAULT_REAPER_TIMEOUT = Duration.seconds(60)
 DEFAULT_OLDEST_PENDING_THRESHOLD = Duration.minutes(15)
+RATE_TOKEN_TTL = Duration.days(1)
+"""How long a rate limit's start tokens (``_pail/rate/``) are kept: their window is over by then
+(a rate's period is at most a day, ``pail.protocol.limits.rate.MAX_PER``)."""
 
 _LAMBDA_MAX_TIMEOUT = Duration.minutes(15)
 _MAX_DECLARED = 3072
@@ -59,6 +72,57 @@ S1_REASON = (
     "renewal; pass server_access_logs_bucket in bucket_props, or enable CloudTrail S3 data "
     "events, where an audit trail is required."
 )
+
+
+def declare_limits(
+    *,
+    concurrency: int | None = None,
+    rate: str | None = None,
+    group_concurrency: int | None = None,
+    group_rate: str | None = None,
+    groups: Mapping[str, Mapping[str, int | str]] | None = None,
+) -> dict[str, Any] | None:
+    """The limits object a construct declares (``PailQueue(concurrency=, rate=, ...)``), checked.
+
+    None when nothing is declared. A bad value fails the synth with the runtime's message.
+
+    >>> declare_limits(concurrency=5, rate="10/s", groups={"big": {"concurrency": 2}})
+    {'concurrency': 5, 'groups': {'big': 2}, 'rate': {'queue': {'max': 10, 'per': 1}}}
+    """
+    from pail.protocol.limits.rate import Rate, RateLimits
+
+    def count(value: object, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1000:
+            raise ValueError(f"{what} must be a whole number from 0 to 1000, got {value!r}")
+        return value
+
+    data: dict[str, Any] = {}
+    if concurrency is not None:
+        data["concurrency"] = count(concurrency, "concurrency")
+    if group_concurrency is not None:
+        data["group_concurrency"] = count(group_concurrency, "group_concurrency")
+    own_counts: dict[str, int] = {}
+    own_rates: dict[str, Rate] = {}
+    for name, own in (groups or {}).items():
+        unknown = set(own) - {"concurrency", "rate"}
+        if not isinstance(name, str) or not name or unknown or not own:
+            raise ValueError(
+                f"groups[{name!r}] takes 'concurrency' and/or 'rate', got {dict(own)!r}"
+            )
+        if "concurrency" in own:
+            own_counts[name] = count(own["concurrency"], f"groups[{name!r}]['concurrency']")
+        if "rate" in own:
+            own_rates[name] = Rate.parse(str(own["rate"]))
+    if own_counts:
+        data["groups"] = dict(sorted(own_counts.items()))
+    rates = RateLimits(
+        queue=None if rate is None else Rate.parse(rate),
+        group=None if group_rate is None else Rate.parse(group_rate),
+        groups=own_rates,
+    )
+    if rates.limited:
+        data["rate"] = rates.to_json()
+    return data or None
 
 
 def seconds(duration: Duration) -> str:
@@ -133,6 +197,11 @@ class PailQueue(Construct):
         alarm_topic: sns.ITopic | None = None,
         alarm_actions: Sequence[cloudwatch.IAlarmAction] = (),
         oldest_pending_alarm_threshold: Duration = DEFAULT_OLDEST_PENDING_THRESHOLD,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        group_concurrency: int | None = None,
+        group_rate: str | None = None,
+        groups: Mapping[str, Mapping[str, int | str]] | None = None,
     ) -> None:
         """Create the queue; every argument is keyword-only and has a secure default.
 
@@ -167,6 +236,20 @@ class PailQueue(Construct):
         :param alarm_topic: an SNS topic told when an alarm fires and recovers.
         :param alarm_actions: more actions for when an alarm fires.
         :param oldest_pending_alarm_threshold: alarm when a job waits longer than this.
+        :param concurrency: at most this many of the queue's jobs run at once, across every
+            worker and entry point (``docs/limits.md``). It also caps the Fargate auto
+            scaling of ``PailFargateWorker`` services of this queue.
+        :param rate: at most this many job starts per period, e.g. ``"10/s"``, ``"1000/h"``.
+        :param group_concurrency: at most this many jobs of any one group run at once.
+        :param group_rate: at most this many starts per period of any one group.
+        :param groups: a group's own limits instead of the two above, e.g.
+            ``{"tenant-42": {"concurrency": 10, "rate": "5/s"}}``.
+
+        The limits are in force after ``cdk deploy`` with no manual step: the reaper
+        gets them as configuration and writes them into the bucket on its first run
+        after a deploy that changed them. A limit set at run time (``pail limit``) stays
+        until a later deploy declares different limits. Declaring none leaves the bucket's
+        limits as they are.
         """
         # Everything is checked before the construct joins the tree.
         if bucket is not None and bucket_props is not None:
@@ -183,7 +266,18 @@ class PailQueue(Construct):
         bounds.validate_visibility_timeout(visibility_timeout.to_seconds(integral=False))
         bounds.validate_max_retries(max_retries)
         _check_reaper_timing(reaper_schedule, reaper_timeout)
+        declared_limits = declare_limits(
+            concurrency=concurrency,
+            rate=rate,
+            group_concurrency=group_concurrency,
+            group_rate=group_rate,
+            groups=groups,
+        )
         super().__init__(scope, construct_id)
+        self.concurrency = concurrency
+        """The declared queue-wide concurrency limit (None: none declared)."""
+        self.declared_limits = declared_limits
+        """The limits this construct declares, as the reaper writes them (None: none)."""
         self.namespace = namespace
         self.shards = shards
         self.keys = Keys(namespace, shards=shards)
@@ -255,6 +349,10 @@ class PailQueue(Construct):
         )
         self._worker_function: lambda_.IFunction | None = None
         self._schedules: dict[str, dict[str, Any]] = {}
+        if declared_limits is not None:
+            self.reaper_function.add_environment(
+                config.ENV_LIMITS, json.dumps(declared_limits, separators=(",", ":"))
+            )
 
     # -- schedules ------------------------------------------------------------
 
@@ -414,6 +512,13 @@ class PailQueue(Construct):
                 prefix=self.keys.prefix(INDEX),
                 expiration=index_ttl,
             )
+        # A rate limit's start tokens matter only in their window (a period is at most
+        # a day, and S3 expires an object a day after its write at the earliest).
+        bucket.add_lifecycle_rule(
+            id=f"pail-{name}-rate-tokens",
+            prefix=self.keys.prefix(RATE),
+            expiration=RATE_TOKEN_TTL,
+        )
         bucket.add_lifecycle_rule(
             id=f"pail-{name}-multipart",
             prefix=self.keys.root or None,

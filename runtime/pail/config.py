@@ -56,6 +56,10 @@ ENV_TASK_PROTECTION = "PAIL_TASK_PROTECTION"
 ENV_SCHEDULES = "PAIL_SCHEDULES"
 """The reaper Lambda: the schedules the CDK app declares (``PailQueue.add_schedule``), as JSON;
 synced into the bucket on the function's first run (``pail.protocol.schedules.registry.sync``)."""
+ENV_LIMITS = "PAIL_LIMITS"
+"""The reaper Lambda: the limits the CDK app declares (``PailQueue(concurrency=, rate=, ...)``),
+as the limits object's JSON; written into the bucket on the function's first run after a
+deploy that changed them (``pail.protocol.limits.declared``)."""
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"
 """Not pail's: the container agent's endpoint, which ECS sets in every task's containers."""
 
@@ -79,6 +83,7 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_METRICS,
     ENV_TASK_PROTECTION,
     ENV_SCHEDULES,
+    ENV_LIMITS,
 )
 
 DEFAULT_VISIBILITY_TIMEOUT = 30.0

@@ -15,7 +15,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match
 
 from pail import config
-from pail.keys import DLQ, DONE, INDEX
+from pail.keys import DLQ, DONE, INDEX, RATE
 from pail_cdk import PailQueue
 from pail_cdk.errors import PailCdkError
 
@@ -87,6 +87,13 @@ def test_given_express_queue_when_synthesised_then_results_and_dead_letters_expi
             "Status": "Enabled",
             "Prefix": INDEX,
             "ExpirationInDays": 30,
+        },
+        # A rate limit's start tokens, once their window (at most a day) is over.
+        "pail-_default-rate-tokens": {
+            "Id": "pail-_default-rate-tokens",
+            "Status": "Enabled",
+            "Prefix": RATE,
+            "ExpirationInDays": 1,
         },
         "pail-_default-multipart": {
             "Id": "pail-_default-multipart",

@@ -7,7 +7,7 @@ import json
 from aws_cdk.assertions import Match, Template
 
 from pail import config, metrics_names
-from pail.keys import DEDUP, DLQ, DONE, INDEX, QUEUE, RUN
+from pail.keys import DEDUP, DLQ, DONE, INDEX, QUEUE, RATE, RUN
 
 from .conftest import Synthesis
 from .helpers import logical_id
@@ -156,8 +156,9 @@ def test_given_any_queue_when_synthesised_then_no_rule_expires_pending_or_runnin
                 for rule in bucket["Properties"].get("LifecycleConfiguration", {}).get("Rules", []):
                     prefix = rule.get("Prefix", "")
                     if "ExpirationInDays" in rule:
-                        # Results, dead letters, dedup keys and the search index may expire.
-                        assert prefix.endswith((DONE, DLQ, DEDUP, INDEX)), rule
+                        # Results, dead letters, dedup keys, the search index and rate
+                        # limits' start tokens may expire.
+                        assert prefix.endswith((DONE, DLQ, DEDUP, INDEX, RATE)), rule
                     assert not prefix.endswith((QUEUE, RUN)), rule
 
 

@@ -50,7 +50,7 @@ def test_given_rate_texts_when_parsed_then_count_and_period_in_seconds() -> None
     assert Rate.parse("5 / 2s") == Rate(5, 2)
     assert Rate.parse("100/min") == Rate(100, 60)
     assert Rate.parse("20/day") == Rate(20, 86_400)
-    for text in ("", "10", "0/s", "10/fortnight", "1001/s", "-1/s", "10/0s", "x/s"):
+    for text in ("", "10", "0/s", "10/fortnight", "1001/s", "-1/s", "10/0s", "x/s", "1/2d"):
         with pytest.raises(ConfigurationError):
             Rate.parse(text)
     assert [str(Rate.parse(t)) for t in ("10/s", "1000/h", "5/2s", "7/min", "3/d")] == [

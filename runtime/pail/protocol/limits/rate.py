@@ -38,8 +38,9 @@ taker wait until the window's end (plus a little jitter, so blocked takers
 do not all wake at once); a queue with no rate limit sends nothing.
 
 **Expiry**: tokens of past windows are garbage. The construct's lifecycle
-rule expires the prefix after a day; ``sweep`` deletes past windows' tokens
-(bounded per call) for buckets without one.
+rule expires the prefix a day after each write (which is why a period is at
+most a day: no token expires while its window lasts); ``sweep`` deletes past
+windows' tokens (bounded per call) for buckets without one.
 """
 
 from __future__ import annotations
@@ -65,8 +66,10 @@ log = logging.getLogger("pail")
 
 MAX_RATE = 1000
 """The most starts one window may grant: its tokens fit one listing page."""
-MAX_PER = 31 * 86_400
-"""The longest period, in seconds (a month)."""
+MAX_PER = 86_400
+"""The longest period, in seconds (a day): the construct's lifecycle rule expires tokens a day
+after their write at the earliest (S3 rounds up to midnight UTC), so it never frees a slot of
+a window that can still grant starts."""
 MAX_WRITES_PER_TAKE = 3
 """Token writes one take tries before it says "busy" (each after learning more of the window)."""
 WAKE_SPREAD = 0.5
