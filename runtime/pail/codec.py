@@ -24,6 +24,7 @@ from pail import jsonsafe
 from pail.bounds import MAX_COUNT, MAX_RETRY_DELAY
 from pail.errors import DecodeError, PayloadError
 from pail.ids import new_token
+from pail.keys import MAX_ID_LENGTH
 from pail.tags import Tags, read_tags
 
 FORMAT_VERSION = 1
@@ -175,6 +176,14 @@ def _show(value: Any) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
+MAX_EDGES = 1000
+"""The most dependencies (or dependents) one job may name (``pail.protocol.dependencies``)."""
+
+
+def _is_job_id(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_ID_LENGTH and "/" not in value
+
+
 class _Fields:
     """Typed reads of one decoded JSON object: a field of the wrong type is a ``DecodeError``.
 
@@ -235,6 +244,17 @@ class _Fields:
 
     def error(self, name: str) -> ErrorInfo | None:
         return ErrorInfo.from_json(self.data.get(name), f"{self.what}'s {name!r}")
+
+    def ids(self, name: str) -> tuple[str, ...]:
+        """A list of job ids (default empty): dependencies (``after``) or dependents (``then``)."""
+        value = self.data.get(name, [])
+        if (
+            not isinstance(value, list)
+            or len(value) > MAX_EDGES
+            or not all(_is_job_id(item) for item in value)
+        ):
+            raise self._bad(name, f"a list of at most {MAX_EDGES} job ids")
+        return tuple(value)
 
     def job_id(self, job_id: str) -> str:
         """The id the object names, which must be the id its key names (pailq 0.1.1 names none)."""
@@ -314,6 +334,10 @@ class Envelope:
     """The producer's tags (``pail.tags``); pailq 0.1.1 reads past the field."""
     trace: dict[str, str] = field(default_factory=dict)
     """The producer's W3C trace context (``pail.tracing``), when it was traced."""
+    after: tuple[str, ...] = ()
+    """The jobs this one waited for (``pail.protocol.dependencies``): a handler reads their results."""
+    then: tuple[str, ...] = ()
+    """The jobs waiting for this one: whoever ends it tells them (``pail.protocol.dependencies``)."""
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {"payload": self.payload, "attempts": self.attempts}
@@ -330,6 +354,7 @@ class Envelope:
             data["redriven"] = self.redriven
         if self.cancelled:
             data["cancelled"] = True
+        _put_edges(data, self.after, self.then)
         data["w"] = self.write
         return dumps(data)
 
@@ -357,6 +382,8 @@ class Envelope:
             cancelled=fields.flag("cancelled"),
             tags=read_tags(fields.data.get("tags")),
             trace=read_trace(fields.data.get("trace")),
+            after=fields.ids("after"),
+            then=fields.ids("then"),
         )
 
 
@@ -398,6 +425,9 @@ class LeaseRecord:
     """Foreign bytes this ``dying`` lease quarantines: whoever finishes it keeps them in ``dlq/``."""
     tags: Tags = field(default_factory=dict)
     trace: dict[str, str] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+    then: tuple[str, ...] = ()
+    """As in ``Envelope``: copied from the entry at claim, and into every record after it."""
 
     @property
     def attempts_used(self) -> int:
@@ -442,6 +472,7 @@ class LeaseRecord:
             data["tags"] = self.tags
         if self.trace:
             data["trace"] = self.trace
+        _put_edges(data, self.after, self.then)
         data["w"] = self.write
         return dumps(data)
 
@@ -477,6 +508,8 @@ class LeaseRecord:
             raw=fields.text("raw"),
             tags=read_tags(fields.data.get("tags")),
             trace=read_trace(fields.data.get("trace")),
+            after=fields.ids("after"),
+            then=fields.ids("then"),
         )
 
     def envelope(self, *, attempts: int, last_error: ErrorInfo | None) -> Envelope:
@@ -488,6 +521,8 @@ class LeaseRecord:
             redriven=self.redriven,
             tags=self.tags,
             trace=self.trace,
+            after=self.after,
+            then=self.then,
         )
 
 
@@ -505,6 +540,9 @@ class DeadLetter:
     write: str = field(default_factory=new_token)
     tags: Tags = field(default_factory=dict)
     trace: dict[str, str] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+    then: tuple[str, ...] = ()
+    """As in ``Envelope``: a redrive sends them back with the job."""
 
     def encode(self) -> bytes:
         data: dict[str, Any] = {
@@ -525,6 +563,7 @@ class DeadLetter:
             data["tags"] = self.tags
         if self.trace:
             data["trace"] = self.trace
+        _put_edges(data, self.after, self.then)
         data["w"] = self.write
         return dumps(data)
 
@@ -548,12 +587,22 @@ class DeadLetter:
             write=fields.text("w", "") or "",
             tags=read_tags(fields.data.get("tags")),
             trace=read_trace(fields.data.get("trace")),
+            after=fields.ids("after"),
+            then=fields.ids("then"),
         )
 
     @classmethod
     def unreadable(cls, job_id: str, body: bytes, error: DecodeError) -> DeadLetter:
         """What ``dead_letters`` shows for a ``dlq/`` object that is not a dead letter: its bytes and why."""
         return cls(job_id, None, 0, ErrorInfo.from_exception(error), raw=raw_text(body))
+
+
+def _put_edges(data: dict[str, Any], after: tuple[str, ...], then: tuple[str, ...]) -> None:
+    """A job's dependencies and dependents, only when it has some: other jobs' bytes are unchanged."""
+    if after:
+        data["after"] = list(after)
+    if then:
+        data["then"] = list(then)
 
 
 def encode_result(result: Any) -> bytes:

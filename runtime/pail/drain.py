@@ -63,7 +63,7 @@ import inspect
 import logging
 import signal
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import FrameType
@@ -75,6 +75,7 @@ from pail.codec import RUNNING, encode_result
 from pail.config import DEFAULT_MIN_POLL_INTERVAL, DEFAULT_POLL_INTERVAL
 from pail.errors import LeaseLostError, PailError, PayloadError, StorageError
 from pail.message import Message
+from pail.protocol.dependencies import Flow
 from pail.protocol.transitions import Ending
 from pail.threads import SYSTEM_THREADS, ThreadFactory
 
@@ -248,6 +249,17 @@ class JobContext:
     message: Message
     stopping: threading.Event
     """Set when the worker must stop soon: finish or checkpoint now, or the job is released."""
+
+    @property
+    def dependencies(self) -> Mapping[str, Any]:
+        """The results of the jobs this one waited for, by id (``Message.dependencies``)."""
+        return self.message.dependencies
+
+    def fan_out(
+        self, children: Sequence[Any], *, then: Any, on_failure: str = "dead-letter"
+    ) -> Flow:
+        """Enqueue ``children`` and a continuation ``then`` after them (``Message.fan_out``)."""
+        return self.message.fan_out(children, then=then, on_failure=on_failure)
 
 
 _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(

@@ -9,6 +9,7 @@ A job's state is its key prefix, as in pailq 0.1.1::
     run/{id}     running: the lease, held by exactly one worker
     done/{id}    terminal: the handler's result (or ``null`` for a dead job)
     dlq/{id}     dead-lettered: the job, its attempts and the last error
+    wait/{id}    waiting: a job whose dependencies have not all succeeded yet
 
 A namespace puts every prefix under ``{namespace}/`` so several queues can
 share one bucket.
@@ -35,8 +36,10 @@ QUEUE = "queue/"
 RUN = "run/"
 DONE = "done/"
 DLQ = "dlq/"
+WAIT = "wait/"
+"""A job waiting for its dependencies (``pail.protocol.dependencies``): not claimable yet."""
 
-ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ)
+ALL_PREFIXES: tuple[str, ...] = (QUEUE, RUN, DONE, DLQ, WAIT)
 
 # Not a job state: dedup key records (``pail.protocol.dedup``), named by a digest.
 DEDUP = "keys/"
@@ -200,6 +203,14 @@ class Keys:
 
     def dlq(self, job_id: str) -> str:
         return f"{self.job_prefix(DLQ, job_id)}{job_id}"
+
+    def wait(self, job_id: str) -> str:
+        """The waiting record of a job whose dependencies have not all succeeded.
+
+        >>> Keys("reports").wait("01J0000000000000000000000A")
+        'reports/wait/01J0000000000000000000000A'
+        """
+        return f"{self.job_prefix(WAIT, job_id)}{job_id}"
 
     def pinned(self, segment: str) -> Keys:
         """These keys bound to one shard segment (``"3/"``, or ``FLAT``)."""

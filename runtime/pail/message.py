@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pail.clock import Clock
@@ -13,6 +13,7 @@ from pail.heartbeat import Heartbeat
 from pail.jsonsafe import check_value
 from pail.keys import Keys
 from pail.protocol import cancel, settle
+from pail.protocol import dependencies as graph
 from pail.protocol.lease import Lease
 from pail.protocol.overlap import SEQUENTIAL, Overlap
 from pail.protocol.transitions import Ending
@@ -59,6 +60,9 @@ class Message:
         self._stats = stats
         self._settled = False
         self._cancelled: bool | None = None
+        self._clock = clock
+        self._dependencies: Mapping[str, Any] | None = None
+        self._fan_outs = 0
         self._heartbeat = Heartbeat(
             lease, policy.visibility_timeout / 3, clock, owner=self, threads=threads
         ).start()
@@ -106,6 +110,43 @@ class Message:
     @property
     def settled(self) -> bool:
         return self._settled
+
+    @property
+    def dependencies(self) -> Mapping[str, Any]:
+        """The results of the jobs this one waited for (``enqueue(after=...)``), by id.
+
+        Read once, on first use: one GET per dependency. Empty for a job that
+        waited for nothing. ``docs/dependencies.md``.
+        """
+        if self._dependencies is None:
+            self._dependencies = graph.as_mapping(
+                graph.results(self._store, graph.unpinned(self._keys), self._lease.record.after)
+            )
+        return self._dependencies
+
+    def fan_out(
+        self, children: Sequence[Any], *, then: Any, on_failure: str = graph.DEAD_LETTER
+    ) -> graph.Flow:
+        """Enqueue ``children`` and ``then``, which runs once all of them and this job succeeded.
+
+        The ids come from this job's id and the number of this call in the
+        handler, so a retry of this job makes the very same writes: a crash
+        anywhere in them is repaired by the next attempt, and a job that dies
+        instead ends ``then`` (``on_failure`` as in ``Pail.enqueue``).
+        """
+        number, self._fan_outs = self._fan_outs, self._fan_outs + 1
+        flow = graph.fan_out_ids(self.id, number, len(children))
+        return graph.fan_out(
+            self._store,
+            graph.unpinned(self._keys),
+            self._lease,
+            flow,
+            children,
+            then,
+            now=self._clock.now(),
+            on_failure=on_failure,
+            stats=self._stats,
+        )
 
     @property
     def lease(self) -> Lease:

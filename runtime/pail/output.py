@@ -29,6 +29,7 @@ PIPE_WIDTH = 200
 
 STATE_STYLES = {
     "pending": "yellow",
+    "waiting": "blue",
     "running": "cyan",
     "done": "green",
     "failed": "red",

@@ -46,7 +46,7 @@ from pail.errors import (
 from pail.ids import new_job_id, validate_job_id
 from pail.keys import DLQ, Keys
 from pail.message import Message
-from pail.protocol import cancel, dedup, layout, redrive
+from pail.protocol import cancel, dedup, dependencies, layout, redrive
 from pail.protocol import pause as pause_marker
 from pail.protocol.claim import Claimer, Named
 from pail.protocol.delay import Priority, due_for, due_time
@@ -311,6 +311,9 @@ class Pail:
         not_before: datetime | None = None,
         priority: str = Priority.NORMAL,
         tags: Mapping[str, str] | None = None,
+        after: Sequence[str] | None = None,
+        then: Sequence[str] | None = None,
+        on_failure: str = dependencies.DEAD_LETTER,
     ) -> str:
         """Add a job; return its id (a 26-character ULID).
 
@@ -324,10 +327,36 @@ class Pail:
         ``priority`` job is claimed before the normal backlog. ``tags``
         (``{"customer": "acme"}``, bounds in ``pail.tags``) label the job for
         ``search``; each costs one more PUT, and an untagged job none.
+
+        **Dependencies** (``docs/dependencies.md``): with ``after`` the job
+        *waits* (state ``waiting``) until every job it names has succeeded,
+        then becomes pending once; those jobs must be enqueued *after* it,
+        each naming it in ``then`` (``enqueue_flow`` and ``enqueue_chain`` do
+        both). ``on_failure`` says what a dead-lettered dependency does to it:
+        ``"dead-letter"`` (its error names the dependency), ``"cancel"``, or
+        ``"wait"`` (for a redrive of the dependency). A cancelled dependency
+        cancels it. ``after`` goes with no ``key``, ``delay`` or ``priority``.
         """
         checked = validate_tags(tags)
         now = self._clock.now()
         due = due_for(priority, due_time(delay, not_before, now=now))
+        if after is not None:
+            if key is not None or due is not None:
+                raise ConfigurationError("after= goes with no key, delay, not_before or priority")
+            return dependencies.put_waiting(
+                self._store,
+                self._write_keys(),
+                payload,
+                new_job_id(),
+                _ids(after),
+                now=now,
+                then=_ids(then),
+                on_failure=on_failure,
+                tags=checked,
+                stats=self.write_stats,
+            )
+        if then and (key is not None or due is not None):
+            raise ConfigurationError("then= goes with no key, delay, not_before or priority")
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due, tags=checked).id
         with tracing.sending(self._destination()) as trace:
@@ -341,10 +370,63 @@ class Pail:
                 stats=self.write_stats,
                 tags=checked,
                 trace=trace,
+                then=_ids(then),
             )
             if trace is not None:
                 tracing.sent(job_id)
             return job_id
+
+    def enqueue_flow(
+        self,
+        children: Sequence[Any],
+        *,
+        then: Any,
+        on_failure: str = dependencies.DEAD_LETTER,
+    ) -> dependencies.Flow:
+        """Fan-in: enqueue ``children``, and ``then`` to run once after all of them succeeded.
+
+        ``then``'s handler reads their results (``current_job().dependencies``).
+        The continuation's waiting record is written first, then each child
+        naming it. ``on_failure`` as in ``enqueue``. From inside a handler use
+        ``current_job().fan_out`` instead: a crash half-way is repaired there.
+
+        >>> from pail import Pail, MemoryStore
+        >>> queue = Pail(MemoryStore("jobs"))
+        >>> flow = queue.enqueue_flow([{"region": "eu"}, {"region": "us"}], then={"merge": True})
+        >>> queue.status(flow.then).state.value, len(flow.children)
+        ('waiting', 2)
+        """
+        flow = dependencies.Flow(tuple(new_job_id() for _ in children), new_job_id())
+        return dependencies.enqueue_flow(
+            self._store,
+            self._write_keys(),
+            flow,
+            children,
+            then,
+            now=self._clock.now(),
+            on_failure=on_failure,
+            stats=self.write_stats,
+        )
+
+    def enqueue_chain(self, payloads: Sequence[Any]) -> list[str]:
+        """A chain: each job runs after the one before it succeeded; the ids in order.
+
+        The last job's waiting record is written first and the first job's
+        entry last, so every job exists before the one it waits for.
+        """
+        ids = [new_job_id() for _ in payloads]
+        return dependencies.enqueue_chain(
+            self._store,
+            self._write_keys(),
+            payloads,
+            ids,
+            now=self._clock.now(),
+            stats=self.write_stats,
+        )
+
+    def results(self, job_ids: Sequence[str]) -> dict[str, Any]:
+        """The result of each job (None if it has none yet, or none readable): one GET per job."""
+        return dependencies.results(self._store, self.keys, [validate_job_id(j) for j in job_ids])
 
     def enqueue_once(
         self,
@@ -396,6 +478,7 @@ class Pail:
         ids: Sequence[str] | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
         tags: Mapping[str, str] | Sequence[Mapping[str, str] | None] | None = None,
+        then: Sequence[str] | None = None,
     ) -> list[str]:
         """Enqueue every payload, ``max_workers`` PUTs at a time; return the ids in order.
 
@@ -406,6 +489,7 @@ class Pail:
         then created under the given id, and one already there counts as
         enqueued, so a payload is never enqueued twice. ``tags`` is one mapping
         for every item, or a sequence of them (None for an untagged item), one per payload.
+        ``then`` names the jobs that wait for every one of these (``enqueue(after=...)``).
         """
         labels = _batch_tags(tags, len(payloads))
         if ids is None:
@@ -416,6 +500,7 @@ class Pail:
                 raise ConfigurationError("enqueue_many: ids must be distinct")
 
         keys = self._write_keys() if payloads else self._keys  # nothing to send: no request
+        edges = _ids(then)
 
         def put(payload: Any, job_id: str) -> str:
             now = self._clock.now()
@@ -428,6 +513,7 @@ class Pail:
                 stats=self.write_stats,
                 tags=labels[job_id_index[job_id]],
                 trace=trace,
+                then=edges,
             )
 
         job_id_index = {job_id: n for n, job_id in enumerate(chosen)}
@@ -1060,3 +1146,10 @@ def _store_of(bucket: str | Store, client: S3Client | None) -> Store:
 def _validate_job_timeout(job_timeout: float | None) -> None:
     if job_timeout is not None:
         validate_seconds("job_timeout", job_timeout, above_minimum=True)
+
+
+def _ids(ids: Sequence[str] | None) -> tuple[str, ...]:
+    """Job ids a caller named (``after``, ``then``), each checked against the key grammar."""
+    if isinstance(ids, str):
+        raise ConfigurationError("name jobs as a list of ids, not one string")
+    return tuple(validate_job_id(job_id) for job_id in ids or ())

@@ -5,7 +5,8 @@ the dashboard (``pail.operate.snapshot``, bounded) and the reaper's metrics
 (``pail.depth``, bounded) count the same states under the same names
 (``STATES``): a job is in exactly one of them. ``pending`` is a job a worker
 could claim now; ``delayed`` one whose due time is still to come (not
-pending, not yet); ``done`` a success; ``failed`` a dead letter (``dlq/``);
+pending, not yet); ``waiting`` one whose dependencies have not all
+succeeded (``wait/``, ``pail.protocol.dependencies``); ``done`` a success; ``failed`` a dead letter (``dlq/``);
 ``cancelled`` a cancelled job. How one ``queue/`` entry counts, and since when
 it has waited, is ``waiting``: the server's clock, the entry's
 ``LastModified`` (or its due time, if later), as pailq 0.1.1 measured it.
@@ -14,7 +15,7 @@ it has waited, is ``waiting``: the server's clock, the entry's
 fields, ``(pending, running, done, failed, oldest_pending)`` with
 ``oldest_pending`` an **age** (``timedelta``, None when nothing is pending),
 so ``pail.stats() == (0, 0, 0, 0, None)`` on an empty queue. pail's counts
-beyond 0.1.1's are attributes: ``delayed``, ``cancelled``, and
+beyond 0.1.1's are attributes: ``delayed``, ``waiting``, ``cancelled``, and
 ``oldest_pending_at`` (when the oldest pending job started waiting).
 
 It lists every prefix of the queue in full (``done/`` included, which grows
@@ -34,12 +35,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from pail.codec import META_OUTCOME, OUTCOME_CANCELLED, might_be_marker
-from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.keys import DLQ, DONE, QUEUE, RUN, WAIT, Keys
 from pail.protocol import delay
 from pail.store.base import ObjectInfo, Store
 from pail.store.listing import pages
 
-STATES: tuple[str, ...] = ("pending", "delayed", "running", "done", "failed", "cancelled")
+STATES: tuple[str, ...] = (
+    "pending",
+    "delayed",
+    "waiting",
+    "running",
+    "done",
+    "failed",
+    "cancelled",
+)
 """Every state a count is kept of, in the order every table shows them (``pail stats``,
 ``pail queues``, the dashboard), under these names."""
 OLDEST_PENDING = "oldest pending"
@@ -101,6 +110,7 @@ class Stats(_Counts):
     delayed: int
     cancelled: int
     oldest_pending_at: datetime | None
+    waiting: int
 
     def __new__(
         cls,
@@ -113,9 +123,11 @@ class Stats(_Counts):
         delayed: int = 0,
         cancelled: int = 0,
         oldest_pending_at: datetime | None = None,
+        waiting: int = 0,
     ) -> Stats:
         self = super().__new__(cls, pending, running, done, failed, oldest_pending)
         object.__setattr__(self, "delayed", delayed)
+        object.__setattr__(self, "waiting", waiting)
         object.__setattr__(self, "cancelled", cancelled)
         object.__setattr__(self, "oldest_pending_at", oldest_pending_at)
         return self
@@ -127,7 +139,7 @@ class Stats(_Counts):
         return (
             f"Stats(pending={self.pending}, running={self.running}, done={self.done}, "
             f"failed={self.failed}, oldest_pending={self.oldest_pending!r}, "
-            f"delayed={self.delayed}, cancelled={self.cancelled}, "
+            f"delayed={self.delayed}, waiting={self.waiting}, cancelled={self.cancelled}, "
             f"oldest_pending_at={self.oldest_pending_at!r})"
         )
 
@@ -164,6 +176,7 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
     done_infos = {job_id: info for job_id, info in entries(store, keys, DONE)}
     failed = set(_ids(store, keys, DLQ))
     pending = delayed = 0
+    queued: set[str] = set()
     oldest: datetime | None = None
     now: datetime | None = None
     for page in pages(store, keys.prefix(QUEUE)):
@@ -173,7 +186,9 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
             if entry is None:
                 continue
             parsed = delay.parse(keys, item.key)
-            if (parsed[1] if parsed else keys.job_id(item.key)) in done_infos:
+            job_id = parsed[1] if parsed else keys.job_id(item.key)
+            queued.add(job_id)
+            if job_id in done_infos:
                 # An entry beside an outcome is a late write that the claim
                 # meeting it drops, not a pending job: done/ wins, as in status.
                 continue
@@ -183,7 +198,15 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
             pending += 1
             if oldest is None or entry.since < oldest:
                 oldest = entry.since
-    running = sum(1 for _ in _ids(store, keys, RUN))
+    running_ids = set(_ids(store, keys, RUN))
+    running = len(running_ids)
+    # A waiting record beside another of the job's objects is one a promotion
+    # or an end left behind (its repair removes it): the other one counts.
+    waiting_jobs = sum(
+        1
+        for job_id in _ids(store, keys, WAIT)
+        if job_id not in done_infos and job_id not in queued and job_id not in running_ids
+    )
     done = cancelled = 0
     for job_id, info in done_infos.items():
         if job_id in failed:
@@ -204,6 +227,7 @@ def count_jobs(store: Store, keys: Keys) -> Stats:
         delayed=delayed,
         cancelled=cancelled,
         oldest_pending_at=oldest,
+        waiting=waiting_jobs,
     )
 
 

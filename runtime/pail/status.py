@@ -25,6 +25,7 @@ from pail.errors import DecodeError, PayloadError
 from pail.ids import ulid_time
 from pail.keys import QUEUE, Keys
 from pail.protocol import delay
+from pail.protocol.dependencies import WaitingJob
 from pail.protocol.redrive import stale_marker
 from pail.store.base import ObjectInfo, Store
 from pail.tags import Tags, decode_metadata
@@ -40,6 +41,8 @@ class JobState(StrEnum):
     """Where a job is in its life."""
 
     PENDING = "pending"
+    WAITING = "waiting"
+    """Waiting for its dependencies to succeed (``pail.protocol.dependencies``)."""
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
@@ -68,6 +71,8 @@ class JobStatus:
     progress: Any = None
     holder: str | None = None
     tags: Tags = field(default_factory=dict)
+    waiting_for: tuple[str, ...] = ()
+    """For a waiting job: the dependencies not yet known to have succeeded."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -210,7 +215,28 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
         )
     if done is not None:  # a dead marker whose dlq/ record is not written yet, or expired
         return JobStatus(job_id, JobState.FAILED, 0, ulid_time(job_id), done.last_modified)
+    waiting = store.get(keys.wait(job_id))
+    if waiting is not None:
+        return _waiting(job_id, waiting.body, waiting.last_modified)
     return None
+
+
+def _waiting(job_id: str, body: bytes, modified: datetime) -> JobStatus:
+    """A waiting job's status; foreign bytes in its place read as waiting, with the reason."""
+    try:
+        record = WaitingJob.decode(body, job_id)
+    except DecodeError as exc:
+        error = ErrorInfo.from_exception(exc)
+        return JobStatus(job_id, JobState.WAITING, 0, ulid_time(job_id), modified, error)
+    return JobStatus(
+        job_id,
+        JobState.WAITING,
+        0,
+        _enqueued_at(job_id, record.enqueued_at),
+        modified,
+        tags=record.tags,
+        waiting_for=tuple(job for job in record.after if job not in record.met),
+    )
 
 
 def _pending(

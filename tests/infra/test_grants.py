@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, INDEX, QUEUE, RUN, SYSTEM
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, INDEX, QUEUE, RUN, SYSTEM, WAIT
 from pail_cdk.access import PAUSE_MARKER, SCHEDULE_DEFINITIONS
 
 from .conftest import Synthesis
@@ -47,7 +47,7 @@ def test_given_grant_enqueue_keyed_when_synthesised_then_keys_queue_and_status_r
     bucket = _bucket(grants, "QueueBucket")
     assert s3_statements(grants, "KeyedProducer") == {
         Statement((GET, PUT), _objects(bucket, "reports/", QUEUE, DEDUP)),
-        Statement((GET,), _objects(bucket, "reports/", RUN, DONE, DLQ)),
+        Statement((GET,), _objects(bucket, "reports/", RUN, DONE, DLQ, WAIT)),
         _listing(bucket, "reports/", *ALL_PREFIXES, DEDUP),
     }
 

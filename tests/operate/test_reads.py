@@ -126,7 +126,9 @@ def test_given_a_cached_reader_when_refreshing_an_idle_queue_then_only_lists_are
     recent_failures(again, reader)
 
     sent = {op: n - before.get(op, 0) for op, n in counter.calls.items() if n != before.get(op, 0)}
-    assert sent == {("ListObjectsV2", 200): 4}  # the 4 prefixes; every body and outcome cached
+    assert sent == {
+        ("ListObjectsV2", 200): 5
+    }  # the 5 prefixes (wait/ too); every body and outcome cached
 
 
 def test_given_namespaces_and_foreign_folders_when_list_queues_then_queues_and_foreign_apart(

@@ -31,6 +31,7 @@ def stats_title(pail: Pail) -> str:
 STATE_STYLES = {
     "pending": "yellow",
     "delayed": "yellow",
+    "waiting": "blue",
     "running": "cyan",
     "done": "green",
     "failed": "red",

@@ -181,6 +181,7 @@ def census_cells(namespace: str, census: Census) -> str:
     cells = [
         _count(census.pending, jobs_path(namespace, JobKind.PENDING), "pending"),
         _count(census.delayed, jobs_path(namespace, JobKind.DELAYED), "delayed"),
+        _count(census.waiting),
         _count(census.running, jobs_path(namespace, JobKind.RUNNING), "running"),
         _count(census.done, jobs_path(namespace, JobKind.DONE), "done"),
         _count(census.failed, f"{queue_path(namespace)}/dlq", "failed"),

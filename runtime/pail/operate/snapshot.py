@@ -21,7 +21,7 @@ from typing import Any
 
 from pail.codec import OUTCOME_CANCELLED, OUTCOME_DEAD, OUTCOME_SUCCEEDED
 from pail.ids import ulid_time
-from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.keys import DLQ, DONE, QUEUE, RUN, WAIT, Keys
 from pail.operate.objects import Budget, JobKind, Reader, job_id_of
 from pail.stats import STATES, waiting
 from pail.store.base import ObjectInfo, Store
@@ -86,6 +86,8 @@ class Census:
 
     pending: Count
     delayed: Count
+    waiting: Count
+    """Jobs waiting for their dependencies (``wait/``)."""
     running: Count
     done: Count
     failed: Count
@@ -148,7 +150,7 @@ def take_snapshot(
     """
     scans = {
         p: scan(store, keys.prefix(p), max_pages=max_pages, page_size=page_size)
-        for p in (QUEUE, RUN, DONE, DLQ)
+        for p in (QUEUE, RUN, DONE, DLQ, WAIT)
     }
     budget = Budget(head_budget)
     census, finishes = _count(keys, scans, reader, budget)
@@ -182,6 +184,9 @@ def _count(
         age = max(0.0, (now - entry.since).total_seconds())
         oldest = age if oldest is None else max(oldest, age)
     running = sum(1 for item in run.items if job_id_of(keys, item.key) is not None)
+    held = scans[WAIT]
+    parked = sum(1 for item in held.items if keys.entry_id(item.key, WAIT) is not None)
+    foreign += len(held.items) - parked
     dead = sum(1 for item in dlq.items if job_id_of(keys, item.key) is not None)
     foreign += (len(run.items) - running) + (len(dlq.items) - dead)
     succeeded = cancelled = unknown = 0
@@ -208,6 +213,7 @@ def _count(
     census = Census(
         pending=Count(pending, queue.complete),
         delayed=Count(delayed, queue.complete),
+        waiting=Count(parked, held.complete),
         running=Count(running, run.complete),
         done=Count(succeeded, done.complete and unknown == 0),
         failed=Count(dead, dlq.complete),

@@ -20,6 +20,7 @@ it is exclusive with a success and with a dead-letter, whichever comes first.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from pail.codec import (
@@ -35,10 +36,12 @@ from pail.codec import (
 from pail.errors import DecodeError, JobNotFoundError, PayloadError
 from pail.ids import new_token
 from pail.keys import Keys
-from pail.protocol import delay
+from pail.protocol import delay, dependencies
 from pail.protocol import outcome as outcome_writer
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store, StoredObject
+
+log = logging.getLogger("pail")
 
 ROUNDS = 4
 """Looks at the job before giving up: each lost race means the job moved on, so this is plenty."""
@@ -77,10 +80,15 @@ def _cancel_in(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) 
             waiting = delay.find(store, keys, job_id)
             if waiting is not None:
                 return cancel_delayed(store, keys, job_id, waiting.key, waiting.etag, stats)
-            continue  # between two states (a retry being written): look again
-        outcome = _mark_terminal(store, keys, job_id, stats, _life(running.body, job_id))
+            if _cancel_waiting(store, keys, job_id, stats):
+                return True
+            continue  # between two states (a retry being written, a promotion): look again
+        life, then = _edges(running.body, job_id)
+        outcome = _mark_terminal(store, keys, job_id, stats, life)
         if outcome != OUTCOME_CANCELLED:
             return False
+        if then and not dependencies.told(store, keys, job_id, then, outcome, stats=stats):
+            return True  # the lease stays: the reaper finds the marker and tells them again
         _drop_lease(store, keys, job_id, running.etag)
         return True
     if _outcome(store, keys, job_id) == OUTCOME_CANCELLED:
@@ -125,7 +133,8 @@ def cancel_entry(
             return None
         etag = won.etag
     life = envelope.redriven if envelope is not None else 0
-    return finish_pending(store, keys, job_id, etag, life=life, stats=stats)
+    then = envelope.then if envelope is not None else ()
+    return finish_pending(store, keys, job_id, etag, life=life, then=then, stats=stats)
 
 
 def finish_pending(
@@ -135,6 +144,7 @@ def finish_pending(
     entry_etag: str,
     *,
     life: int = 0,
+    then: tuple[str, ...] = (),
     stats: WriteStats | None = None,
 ) -> bool:
     """End a pending entry marked cancelled: the terminal marker, then delete the entry.
@@ -151,6 +161,9 @@ def finish_pending(
     touched (each delete is ``If-Match``).
     """
     outcome = _mark_terminal(store, keys, job_id, stats, life)
+    if then and not dependencies.told(store, keys, job_id, then, outcome, stats=stats):
+        # The cancelled entry stays: the next claim that reads it finishes this again.
+        return outcome == OUTCOME_CANCELLED
     delete_if_unchanged(store, keys.queue(job_id), entry_etag)
     return outcome == OUTCOME_CANCELLED
 
@@ -197,11 +210,32 @@ def _mark_terminal(
     return made.existing.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
 
 
-def _life(lease_body: bytes, job_id: str) -> int:
+def _edges(lease_body: bytes, job_id: str) -> tuple[int, tuple[str, ...]]:
+    """The life and the dependents of the lease in ``lease_body`` (foreign bytes: 0 and none)."""
     try:
-        return LeaseRecord.decode(lease_body, job_id).redriven
+        record = LeaseRecord.decode(lease_body, job_id)
     except DecodeError:
-        return 0
+        return 0, ()
+    return record.redriven, record.then
+
+
+def _cancel_waiting(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) -> bool:
+    """A job waiting for its dependencies: its marker, its dependents told, its record gone.
+
+    False if it is not waiting (or its record is foreign bytes, left alone and logged).
+    """
+    found = dependencies.find(store, keys, job_id)
+    if found is None:
+        return False
+    layout, current = found
+    try:
+        record = dependencies.WaitingJob.decode(current.body, job_id)
+    except DecodeError as exc:
+        log.warning("cancel: %s is not a waiting job pail can act on: %s", current.key, exc)
+        return False
+    return dependencies.end(
+        store, layout, record, current.etag, OUTCOME_CANCELLED, None, stats=stats
+    )
 
 
 def _outcome(store: Store, keys: Keys, job_id: str) -> str | None:

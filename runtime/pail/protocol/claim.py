@@ -529,6 +529,7 @@ class Claimer:
                 job_id,
                 pending.etag,
                 life=envelope.redriven,
+                then=envelope.then,
                 stats=self._stats,
             )
             return MISS
@@ -543,6 +544,8 @@ class Claimer:
             redriven=envelope.redriven,
             tags=envelope.tags,
             trace=envelope.trace,
+            after=envelope.after,
+            then=envelope.then,
         )
         try:
             body = record.encode()

@@ -62,6 +62,7 @@ def put_pending(
     stats: WriteStats | None = None,
     tags: Tags | None = None,
     trace: dict[str, str] | None = None,
+    then: Sequence[str] = (),
 ) -> str:
     """Create the job's pending entry (create-only); its id, or an error.
 
@@ -72,10 +73,15 @@ def put_pending(
     payload JSON cannot hold. ``tags`` (checked by ``pail.tags.validate``) go
     into the envelope and, before it is written, into the search index
     (``pail.protocol.index``): an untagged job makes this one PUT only.
+    ``then`` names the jobs waiting for this one (``pail.protocol.dependencies``).
     """
     check_value(payload, "payload")
     envelope = Envelope(
-        payload=payload, enqueued_at=now.isoformat(), tags=tags or {}, trace=trace or {}
+        payload=payload,
+        enqueued_at=now.isoformat(),
+        tags=tags or {},
+        trace=trace or {},
+        then=tuple(then),
     )
     body = envelope.encode()
     key = keys.queue(job_id) if due is None else delay.delayed_key(keys, due, job_id)

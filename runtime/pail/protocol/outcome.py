@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pail.codec import META_ATTEMPT, META_LIFE, META_OUTCOME, META_TAGS, LeaseRecord
+from pail.codec import (
+    META_ATTEMPT,
+    META_LIFE,
+    META_OUTCOME,
+    META_TAGS,
+    OUTCOME_SUCCEEDED,
+    LeaseRecord,
+)
 from pail.keys import Keys
 from pail.protocol import redrive
 from pail.protocol.writes import WriteStats, put_conditional
@@ -30,6 +37,15 @@ class Created:
 
     written: WriteResult | None
     existing: ObjectInfo | None = None
+    mine: str = OUTCOME_SUCCEEDED
+    """The outcome this call tried to write."""
+
+    @property
+    def outcome(self) -> str:
+        """The job's outcome now: this call's, or the existing one's (no metadata: a success)."""
+        if self.written is not None or self.existing is None:
+            return self.mine
+        return self.existing.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
 
 
 def create(
@@ -51,6 +67,7 @@ def create(
     outcome: it is cleared (``redrive.took_back``) and the create tried again.
     """
     key = keys.done(job_id)
+    mine = metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
     existing: ObjectInfo | None = None
     for _ in range(TRIES):
         written = put_conditional(
@@ -64,14 +81,14 @@ def create(
             reason=reason,
         )
         if written is not None:
-            return Created(written)
+            return Created(written, mine=mine)
         existing = store.head(key)
         if existing is None:
             continue  # removed since our PUT (a redrive finishing): try again
         if redrive.took_back(store, keys, job_id, life, existing):
             continue
-        return Created(None, existing)
-    return Created(None, existing)
+        return Created(None, existing, mine)
+    return Created(None, existing, mine)
 
 
 def metadata(outcome: str, record: LeaseRecord | None = None, life: int = 0) -> dict[str, str]:

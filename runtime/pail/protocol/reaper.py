@@ -36,6 +36,7 @@ from pail.codec import (
     DYING,
     META_OUTCOME,
     OUTCOME_DEAD,
+    OUTCOME_SUCCEEDED,
     RETRYING,
     Envelope,
     ErrorInfo,
@@ -52,7 +53,7 @@ from pail.errors import (
 )
 from pail.ids import new_token
 from pail.keys import RUN, Keys
-from pail.protocol import redrive, transitions
+from pail.protocol import dependencies, redrive, transitions
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.schedules.runner import Ticker, TickReport
 from pail.protocol.settle import Policy
@@ -294,7 +295,16 @@ class Reaper:
                 transitions.dead_letter(
                     self._store, keys, record, etag, error=error, raw=raw, stats=self._stats
                 )
-            else:
+            elif not record.then or dependencies.told(
+                self._store,
+                keys,
+                job_id,
+                record.then,
+                done.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED),
+                stats=self._stats,
+            ):
+                # Its dependents heard how it ended (the owner died before
+                # telling them, or did): only now may its last record go.
                 delete_if_unchanged(self._store, keys.run(job_id), etag)
             report.cleaned += 1
             return

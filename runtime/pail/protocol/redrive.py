@@ -79,6 +79,8 @@ def redrive(
         redriven=life,
         tags=letter.tags,
         trace=letter.trace,
+        after=letter.after,
+        then=letter.then,
     )
     written = put_conditional(
         store,

@@ -27,7 +27,7 @@ from pail.codec import (
 )
 from pail.errors import LeaseLostError
 from pail.keys import Keys
-from pail.protocol import outcome, transitions
+from pail.protocol import dependencies, outcome, transitions
 from pail.protocol.lease import Lease
 from pail.protocol.overlap import SEQUENTIAL, Overlap
 from pail.protocol.retry import RetryPolicy
@@ -95,6 +95,12 @@ def complete(
         reason="done",
     )
     key, etag = lease.key, lease.etag
+    if record.then and not dependencies.told(
+        store, keys, lease.job_id, record.then, made.outcome, stats=stats
+    ):
+        # Its dependents have not all heard: the lease stays for the reaper,
+        # which finds done/{id} and tells them before it removes the lease.
+        return made.written is not None
     # The outcome is decided (ours or another's): the lease's removal decides
     # nothing, so nobody waits for it. Lost, the reaper removes the lease once
     # it expires (it finds done/{id}).

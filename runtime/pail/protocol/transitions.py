@@ -26,7 +26,7 @@ from pail.codec import (
 from pail.errors import ConditionFailedError, DecodeError
 from pail.ids import new_token
 from pail.keys import Keys
-from pail.protocol import outcome, redrive
+from pail.protocol import dependencies, outcome, redrive
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store
 
@@ -175,7 +175,8 @@ def dead_letter(
     )
     existing = made.existing
     if existing is not None and existing.metadata.get(META_OUTCOME) != OUTCOME_DEAD:
-        delete_if_unchanged(store, keys.run(job_id), lease_etag)
+        if _told(store, keys, record, made.outcome, stats):
+            delete_if_unchanged(store, keys.run(job_id), lease_etag)
         return Ending.ALREADY_DONE
     letter = DeadLetter(
         job_id=job_id,
@@ -187,14 +188,27 @@ def dead_letter(
         redriven=record.redriven,
         tags=record.tags,
         trace=record.trace,
+        after=record.after,
+        then=record.then,
     )
     _write_letter(store, keys, letter, stats)
     if redrive.later_life(store, keys, job_id, record.redriven):
         # We were late (a stall, a resend): a redrive took this death back while
         # we wrote it, so what we wrote is a piece of a past life. Clear it.
         redrive.finish(store, keys, job_id, record.redriven + 1)
+    elif not _told(store, keys, record, OUTCOME_DEAD, stats):
+        return Ending.DEAD_LETTERED  # the lease stays: the reaper finishes this and tells again
     delete_if_unchanged(store, keys.run(job_id), lease_etag)
     return Ending.DEAD_LETTERED
+
+
+def _told(
+    store: Store, keys: Keys, record: LeaseRecord, ended: str, stats: WriteStats | None
+) -> bool:
+    """Tell the job's dependents (if any) how it ended; True once they all heard."""
+    if not record.then:
+        return True
+    return dependencies.told(store, keys, record.job_id, record.then, ended, stats=stats)
 
 
 def _write_letter(store: Store, keys: Keys, letter: DeadLetter, stats: WriteStats | None) -> None:

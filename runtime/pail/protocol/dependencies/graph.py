@@ -1,0 +1,271 @@
+"""Writing dependency graphs: waiting records, fan-in flows, chains, fan-out from a handler.
+
+**The continuation first.** A dependency must name its dependents from
+birth (``then``), so a waiting job's record is written *before* any of its
+dependencies exists: a dependency that ends finds its dependent's record
+there. ``Flow`` is the result of ``Pail.enqueue_flow``: the continuation's
+waiting record, then the children's entries, each naming it.
+
+**Fan-out from a handler** (``JobContext.fan_out``) adds the running job
+itself to the continuation's dependencies, and its ids are derived from the
+job's id (``fan_out_ids``), so a crash anywhere in the handler's writes is
+repaired by its next attempt, which makes the very same writes (each
+create-only), and a job that dies instead ends its continuation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from pail.codec import MAX_EDGES, META_OUTCOME, OUTCOME_SUCCEEDED, decode_result
+from pail.errors import ConfigurationError, DecodeError, PailError
+from pail.jsonsafe import check_value
+from pail.keys import Keys
+from pail.protocol.dependencies.record import WaitingJob, check_on_failure
+from pail.protocol.dependencies.release import tell
+from pail.protocol.enqueue import put_pending
+from pail.protocol.lease import Lease
+from pail.protocol.writes import WriteStats, put_conditional
+from pail.store.base import Store
+from pail.tags import Tags
+
+log = logging.getLogger("pail")
+
+
+class DependencyError(ConfigurationError):
+    """A dependency graph pail cannot keep: no dependencies, too many, or a job waiting for itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """What ``Pail.enqueue_flow`` (or ``JobContext.fan_out``) enqueued: the children, then one job.
+
+    ``then`` runs once, after every job of ``children`` succeeded; its
+    handler reads their results (``current_job().dependencies``).
+    """
+
+    children: tuple[str, ...]
+    then: str
+
+
+def check_edges(job_id: str, after: Sequence[str]) -> tuple[str, ...]:
+    """``after`` as a tuple of distinct ids, or ``DependencyError``."""
+    edges = tuple(dict.fromkeys(after))
+    if not edges:
+        raise DependencyError("after= names no job: a job must wait for at least one")
+    if len(edges) > MAX_EDGES:
+        raise DependencyError(f"a job may wait for at most {MAX_EDGES} jobs, got {len(edges)}")
+    if job_id in edges:
+        raise DependencyError(f"job {job_id} cannot wait for itself")
+    return edges
+
+
+def put_waiting(
+    store: Store,
+    keys: Keys,
+    payload: Any,
+    job_id: str,
+    after: Sequence[str],
+    *,
+    now: datetime,
+    then: Sequence[str] = (),
+    on_failure: str = "dead-letter",
+    tags: Tags | None = None,
+    trace: dict[str, str] | None = None,
+    stats: WriteStats | None = None,
+) -> str:
+    """Create ``wait/{job_id}`` (create-only): a job that waits for ``after``; its id.
+
+    A 412 is this same record, written by an earlier try (a resend, a
+    handler's earlier attempt): the job waits already. Each job of ``after``
+    must be enqueued afterwards naming this one in its ``then``.
+    """
+    check_value(payload, "payload")
+    record = WaitingJob(
+        job_id=job_id,
+        payload=payload,
+        after=check_edges(job_id, after),
+        on_failure=check_on_failure(on_failure),
+        enqueued_at=now.isoformat(),
+        then=tuple(then),
+        tags=tags or {},
+        trace=trace or {},
+    )
+    written = put_conditional(
+        store,
+        keys.wait(job_id),
+        record.encode(),
+        record.write,
+        if_none_match=True,
+        stats=stats,
+        reason="wait",
+        read_back=False,
+    )
+    if written is None:
+        log.info("job %s: waiting already (an earlier try wrote it)", job_id)
+    return job_id
+
+
+def enqueue_flow(
+    store: Store,
+    keys: Keys,
+    flow: Flow,
+    children: Sequence[Any],
+    then: Any,
+    *,
+    now: datetime,
+    on_failure: str = "dead-letter",
+    parent: str | None = None,
+    stats: WriteStats | None = None,
+) -> Flow:
+    """Write ``flow``: the continuation's waiting record first, then each child naming it.
+
+    With ``parent`` (a handler's fan-out) the continuation waits for the
+    parent job too. A crash part-way leaves a continuation that waits for
+    children not yet written: the same writes again (the same ids) finish
+    it, each create-only; a parent's next attempt makes them.
+    """
+    if len(children) != len(flow.children):
+        raise ConfigurationError(f"{len(flow.children)} ids for {len(children)} children")
+    for child in children:
+        check_value(child, "payload")
+    after = (*flow.children, parent) if parent is not None else flow.children
+    put_waiting(store, keys, then, flow.then, after, now=now, on_failure=on_failure, stats=stats)
+    for payload, job_id in zip(children, flow.children, strict=True):
+        put_pending(store, keys, payload, job_id, now=now, then=(flow.then,), stats=stats)
+    return flow
+
+
+def enqueue_chain(
+    store: Store,
+    keys: Keys,
+    payloads: Sequence[Any],
+    ids: Sequence[str],
+    *,
+    now: datetime,
+    stats: WriteStats | None = None,
+) -> list[str]:
+    """A chain ``ids[0] -> ids[1] -> ...``: written from the last job back to the first.
+
+    Every job but the first waits for the one before it; so each waiting
+    record exists before the job it waits for does.
+    """
+    if len(payloads) != len(ids):
+        raise ConfigurationError(f"{len(ids)} ids for {len(payloads)} payloads")
+    for payload in payloads:
+        check_value(payload, "payload")
+    for index in range(len(ids) - 1, 0, -1):
+        then = (ids[index + 1],) if index + 1 < len(ids) else ()
+        put_waiting(
+            store,
+            keys,
+            payloads[index],
+            ids[index],
+            (ids[index - 1],),
+            now=now,
+            then=then,
+            stats=stats,
+        )
+    if ids:
+        then = (ids[1],) if len(ids) > 1 else ()
+        put_pending(store, keys, payloads[0], ids[0], now=now, then=then, stats=stats)
+    return list(ids)
+
+
+def fan_out(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    flow: Flow,
+    children: Sequence[Any],
+    then: Any,
+    *,
+    now: datetime,
+    on_failure: str = "dead-letter",
+    stats: WriteStats | None = None,
+) -> Flow:
+    """A running job's fan-out: its lease names the continuation, then ``enqueue_flow``.
+
+    The lease is rewritten first (fenced, ``If-Match``; a lost lease raises
+    ``LeaseLostError`` and nothing else is written), so the job's end,
+    whoever writes it, tells the continuation. If the job ended meanwhile
+    (we stalled past the lease, and it was dead-lettered), its end may have
+    looked before the continuation existed: a last HEAD of ``done/{parent}``
+    tells the continuation ourselves.
+    """
+    parent = lease.job_id
+    if flow.then not in lease.record.then:
+        lease.renew(then=(*lease.record.then, flow.then))
+    enqueue_flow(
+        store,
+        keys,
+        flow,
+        children,
+        then,
+        now=now,
+        on_failure=on_failure,
+        parent=parent,
+        stats=stats,
+    )
+    ended = store.head(lease.keys.done(parent))
+    if ended is not None:
+        tell(
+            store,
+            keys,
+            parent,
+            (flow.then,),
+            ended.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED),
+            stats=stats,
+        )
+    return flow
+
+
+def fan_out_ids(parent: str, number: int, children: int) -> Flow:
+    """The ids of a handler's ``number``-th fan-out of ``children`` jobs: the same on every attempt.
+
+    >>> fan_out_ids("01J0000000000000000000000A", 0, 2)
+    Flow(children=('01J0000000000000000000000A.0.0', '01J0000000000000000000000A.0.1'), then='01J0000000000000000000000A.0.then')
+    """
+    return Flow(
+        tuple(f"{parent}.{number}.{index}" for index in range(children)),
+        f"{parent}.{number}.then",
+    )
+
+
+def results(store: Store, keys: Keys, ids: Sequence[str]) -> dict[str, Any]:
+    """The result of each job of ``ids`` (None for one with no readable result), in order.
+
+    One GET per job (``done/{id}``, in the shard it lives in). Results are
+    immutable, so a continuation reads its dependencies' results any time.
+    """
+    found: dict[str, Any] = {}
+    for job_id in ids:
+        found[job_id] = _result(store, keys, job_id)
+    return found
+
+
+def _result(store: Store, keys: Keys, job_id: str) -> Any:
+    for layout in keys.layouts(job_id):
+        try:
+            stored = store.get(layout.done(job_id))
+        except PailError as exc:
+            log.warning("dependencies: the result of %s could not be read: %s", job_id, exc)
+            return None
+        if stored is None:
+            continue
+        try:
+            return decode_result(stored.body)
+        except DecodeError as exc:
+            log.warning("dependencies: the result of %s is not JSON: %s", job_id, exc)
+            return None
+    return None
+
+
+def as_mapping(found: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only view of ``found`` (what ``current_job().dependencies`` hands a handler)."""
+    return MappingProxyType(dict(found))
