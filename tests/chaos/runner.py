@@ -143,12 +143,17 @@ class _Fleet:
             "--work-seconds",
             str(config.work_seconds),
         ]
-        self._bad = [*self._command, "--known-bad", config.known_bad] if config.known_bad else None
         self._log = (record.parent / "workers.log").open("ab")
         self._record = record
         self._read = 0
-        # The known-bad worker first: it must be up while the good ones still have work.
-        self.processes = [self._start(self._bad)] if self._bad is not None else []
+        self.processes = []
+        if config.known_bad:
+            # The known-bad worker first, and the good ones only once it says it is up:
+            # every job is still pending then, however slowly the machine starts processes.
+            ready = record.parent / "known-bad.ready"
+            bad = [*self._command, "--known-bad", config.known_bad, "--ready", str(ready)]
+            self.processes.append(self._start(bad))
+            self._wait_ready(self.processes[0], ready, config.stall_limit)
         self.processes += [self._start() for _ in range(config.workers)]
         self.killed: dict[int, float] = {}
         """Pid -> when it was surely dead after a SIGKILL: the real kills only, not the stop."""
@@ -164,6 +169,16 @@ class _Fleet:
             stderr=self._log,
             stdin=subprocess.DEVNULL,
         )
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], ready: Path, limit: float) -> None:
+        """Until ``process`` created ``ready``; fails if it exits first or takes ``limit`` seconds."""
+        deadline = time.monotonic() + limit
+        while not ready.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                log = (self._record.parent / "workers.log").read_text(errors="replace")
+                raise RuntimeError(f"the known-bad worker did not start: {log[-2000:]}")
+            time.sleep(TICK)  # polling for the file its start creates
 
     def progress(self) -> int:
         """Read the record's new lines; the number of handler starts so far."""

@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-retries", type=int, default=10)
     parser.add_argument("--work-seconds", type=float, default=0.2)
     parser.add_argument("--known-bad", choices=KNOWN_BAD)
+    parser.add_argument("--ready", help="a file to create once connected, just before working")
     args = parser.parse_args(argv)
     record = _Record(args.record)
     rng = random.Random(os.getpid())
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     work = (lambda: LONG_WORK) if long_lease else (lambda: rng.uniform(0, args.work_seconds))
     handler = _Handler(record, work)
+    if args.ready:
+        os.close(os.open(args.ready, os.O_WRONLY | os.O_CREAT, 0o644))
     if args.known_bad == "unleased":
         _run_unleased(pail, handler)
     pail.work(handler, poll_interval=0.5, min_poll_interval=0.05)
