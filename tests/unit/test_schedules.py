@@ -10,7 +10,7 @@ import pytest
 
 from pail import ConfigurationError, Pail
 from pail.ids import new_token
-from pail.protocol.schedules import Ticker, Timing, tick_key
+from pail.protocol.schedules import Ticker, Timing, registry, tick_key
 from pail.protocol.schedules.definition import Schedule
 from tests.support.clocks import ServerClock
 from tests.support.recording_store import RecordingStore
@@ -297,9 +297,7 @@ def test_given_unschedule_when_reaped_then_no_more_jobs() -> None:
 # -- foreign bytes ------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
+FOREIGN_DEFINITIONS = [
         b"",
         b"garbage",
         b"[]",
@@ -310,8 +308,10 @@ def test_given_unschedule_when_reaped_then_no_more_jobs() -> None:
         b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "timezone": 5, "cron": 3}',
         b"[" * 10_000,
         b" " * (256 * 1024 + 1),  # too big to read: passed by from the listing, no GET
-    ],
-)
+]
+
+
+@pytest.mark.parametrize("body", FOREIGN_DEFINITIONS)
 def test_given_foreign_definition_when_reaped_then_skipped_logged_once_and_others_tick(
     body: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -332,6 +332,31 @@ def test_given_foreign_definition_when_reaped_then_skipped_logged_once_and_other
     assert sum("passed by" in r.getMessage() for r in caplog.records) == 2
     assert [i.name for i in pail.schedules()] == ["good"]
     assert _pending_payloads(pail) == [{"g": 1}]
+
+
+@pytest.mark.parametrize("body", FOREIGN_DEFINITIONS)
+def test_given_foreign_definition_when_an_operator_page_lists_it_then_it_is_a_row_with_its_problem(
+    body: bytes,
+) -> None:
+    pail, store, _ = _queue()
+    pail.schedule("good", {"g": 1}, cron="@hourly")
+    store.put(pail.keys.schedule("bad"), body)
+    store.put(pail.keys.schedules() + "nested/key", b"{}")
+    store.put(pail.keys.schedules(), b"")  # the console's folder
+
+    page = registry.read_page(store, pail.keys, limit=2)
+    rest = registry.read_page(store, pail.keys, after=page.next_after, limit=2)
+
+    rows = [*page.entries, *rest.entries]
+    assert [(r.name, r.info is None) for r in rows] == [
+        ("bad", True),
+        ("good", False),
+        ("nested/key", True),
+    ]
+    assert all(r.problem for r in rows if r.info is None)
+    assert (page.more, page.next_after, rest.more) == (True, "bad", False)  # the folder, then bad
+    gets = [c for c in store.calls if c[0] == "get" and c[1].endswith("/bad")]
+    assert len(gets) == (0 if len(body) > 256 * 1024 else 1)  # too big: never read
 
 
 def test_given_definition_when_encoded_then_decodes_to_itself() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pail.dashboard.meter import MeteredStore, RequestMeter
-from pail.errors import ObjectTooLargeError
+from pail.errors import ConfigurationError, DecodeError, ObjectTooLargeError, PailError
 from pail.keys import RUN
 from pail.operate.dead_letters import Letter, read_letter
 from pail.operate.failures import Failure, recent_failures
@@ -28,6 +28,8 @@ from pail.operate.search import SearchPage
 from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
 from pail.protocol import pause as pause_marker
 from pail.protocol.pause import PauseState
+from pail.protocol.schedules.definition import Schedule, validate_name
+from pail.protocol.schedules.registry import Listed, ListedPage, read_page
 from pail.queue import Pail
 from pail.status import JobStatus, locate
 from pail.store.base import Store
@@ -41,6 +43,11 @@ smaller (a quarantined foreign object keeps 1 MB of it, a traceback 4,000 charac
 An object over it is shown by its size, unread; actions still read it whole."""
 RUNNING_SHOWN = 20
 FAILURES_SHOWN = 10
+SCHEDULES_SHOWN = 50
+"""Schedules one page lists: one LIST, a GET per definition, and the last job's state of each."""
+ENDED = frozenset({"done", "failed", "cancelled"})
+"""Job states that never change (a redrive aside): read once, not at every refresh."""
+KEPT_STATES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,25 @@ class QueueView:
     failures: tuple[Failure, ...]
     pause: PauseState | None = None
     """The queue's pause marker (``pail pause``), or None while it claims."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    """One row of the schedules page: the definition (or why it is not one) and its last job's state."""
+
+    entry: Listed
+    last_state: str | None
+    """The last job's state (``pail status``'s names), a note when it cannot be read, or None
+    when the schedule has not enqueued a job yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulesView:
+    """Everything the schedules page shows: one bounded page of definitions."""
+
+    namespace: str
+    rows: tuple[ScheduleRow, ...]
+    page: ListedPage
 
 
 class Dashboard:
@@ -93,6 +119,8 @@ class Dashboard:
         self._pauses: dict[str, tuple[float, PauseState | None]] = {}
         self._pails: dict[str, tuple[float, Pail]] = {}
         self._action_pails: dict[str, tuple[float, Pail]] = {}
+        self._schedules: dict[tuple[str, str | None], tuple[float, SchedulesView]] = {}
+        self._job_states: dict[tuple[str, str], tuple[float, str]] = {}
 
     @property
     def bucket(self) -> str:
@@ -165,10 +193,13 @@ class Dashboard:
             if namespace is None:
                 self._snapshots.clear()
                 self._pauses.clear()
+                self._schedules.clear()
                 self._queues = None
             else:
                 self._snapshots.pop(namespace, None)
                 self._pauses.pop(namespace, None)
+                for cached in [k for k in self._schedules if k[0] == namespace]:
+                    del self._schedules[cached]
 
     def queue_view(self, namespace: str) -> QueueView:
         snap = self.snapshot(namespace)
@@ -189,6 +220,48 @@ class Dashboard:
     def search(self, namespace: str, **arguments: Any) -> SearchPage:
         """A page of ``Pail.search`` on the queue (the search page's form, checked)."""
         return self.pail(namespace).search(**arguments)
+
+    def schedules(self, namespace: str, *, after: str | None = None) -> SchedulesView:
+        """One page of the queue's schedules with their last job's state, kept ``interval`` seconds.
+
+        A definition that is not a schedule (foreign bytes, a bad name, too
+        large) is a row that says so. A last job in a state that never changes
+        is read once; one pending or running again at the next refresh.
+        """
+        with self._lock:
+            cached = self._schedules.get((namespace, after))
+            if cached is not None and self._fresh(cached[0], self.interval):
+                return cached[1]
+        pail = self.pail(namespace)
+        page = read_page(self.store, pail.keys, after=after, limit=SCHEDULES_SHOWN)
+        rows = []
+        for entry in page.entries:
+            last = entry.info.last_job if entry.info is not None else None
+            rows.append(
+                ScheduleRow(entry, None if last is None else self._job_state(namespace, last))
+            )
+        view = SchedulesView(namespace, tuple(rows), page)
+        with self._lock:
+            self._schedules[(namespace, after)] = (self._clock(), view)
+        return view
+
+    def _job_state(self, namespace: str, job_id: str) -> str:
+        with self._lock:
+            kept = self._job_states.get((namespace, job_id))
+            if kept is not None and (kept[1] in ENDED or self._fresh(kept[0], self.interval)):
+                return kept[1]
+        try:
+            status = self.pail(namespace).status(job_id)
+            state = "gone (expired, or never written)" if status is None else status.state.value
+        except ObjectTooLargeError as exc:
+            state = f"unreadable ({exc.size:,} bytes)"
+        except PailError as exc:
+            state = f"unknown ({exc})"
+        with self._lock:
+            if len(self._job_states) >= KEPT_STATES:
+                self._job_states.clear()
+            self._job_states[(namespace, job_id)] = (self._clock(), state)
+        return state
 
     def letter(self, namespace: str, job_id: str) -> Letter | None:
         """The dead letter (1 GET); one over ``MAX_READ`` comes unread, its size said."""
@@ -233,6 +306,22 @@ class Dashboard:
         changed = self._action_pail(namespace).resume()
         self.forget(namespace)
         return changed
+
+    def pause_schedule(self, namespace: str, name: str, paused: bool) -> str:
+        """Pause (or resume) schedule ``name``: ``changed``, ``unchanged``, ``gone`` or ``unreadable``."""
+        pail = self._action_pail(namespace)
+        try:
+            current = self._actions_store.get(pail.keys.schedule(validate_name(name)))
+            if current is None:
+                return "gone"
+            if Schedule.decode(current.body, name).paused == paused:
+                return "unchanged"
+            done = pail.pause_schedule(name, paused=paused)
+        except (ConfigurationError, DecodeError):
+            return "unreadable"
+        finally:
+            self.forget(namespace)
+        return "gone" if done is None else "changed"
 
     def redrive(self, namespace: str, job_id: str) -> bool:
         done = self._action_pail(namespace).redrive(job_id)

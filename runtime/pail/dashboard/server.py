@@ -43,6 +43,7 @@ from pail.keys import validate_namespace
 from pail.operate.objects import JobKind
 from pail.operate.queues import queue_label
 from pail.operate.search import SearchPage
+from pail.protocol.schedules.definition import validate_name
 from pail.serving import BackgroundServer, QuietThreadingServer
 from pail.status_page import ANY_ENDPOINT, endpoint_origin, page_csp, page_html, status_page_url
 
@@ -86,6 +87,13 @@ def _namespace(slug: str) -> str:
 def _job_id(text: str) -> str:
     try:
         return validate_job_id(unquote(text), stored=True)  # a quarantined '!x' letter too
+    except ConfigurationError as exc:
+        raise _NotFoundError(str(exc)) from None
+
+
+def _schedule_name(text: str) -> str:
+    try:
+        return validate_name(unquote(text))
     except ConfigurationError as exc:
         raise _NotFoundError(str(exc)) from None
 
@@ -390,6 +398,38 @@ class _Handler(BaseHTTPRequestHandler):
                     1,
                 )
             self._html(200, html)
+        elif rest == "/schedules":
+            schedules = board.schedules(namespace, after=one("after"))
+            notice = views.notice_text(one("notice"), one("id"), None)
+            html = views.schedules_page(self._frame(session), schedules)
+            if notice:
+                html = html.replace(
+                    "</h1>\n",
+                    f'</h1>\n<div class="notice" role="status" id="notice">{escape(notice)}</div>\n',
+                    1,
+                )
+            self._html(200, html)
+        elif (m := re.fullmatch(r"/schedules/([^/]+)/(pause|resume)", rest)) is not None:
+            name, verb = _schedule_name(m.group(1)), m.group(2)
+            what = (
+                "No tick is due while it is paused: the reaper's passes enqueue nothing for it."
+                if verb == "pause"
+                else "The ticks that fell while it was paused are not enqueued; the next one is."
+            )
+            self._html(
+                200,
+                views.confirm_page(
+                    self._frame(session),
+                    namespace,
+                    title=f"{verb.capitalize()} schedule {name}",
+                    question=f"{verb.capitalize()} schedule {name} of {queue_label(namespace)}? {what}",
+                    action=f"{views.schedule_path(namespace, name)}/{verb}",
+                    button=f"{verb.capitalize()} the schedule",
+                    fields={},
+                    back=views.schedules_path(namespace),
+                    crumbs=[(views.schedules_path(namespace), "Schedules")],
+                ),
+            )
         elif rest == "/redrive-all":
             self._html(
                 200,
@@ -478,6 +518,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif rest == "/resume":
             notice = "resumed" if board.resume(namespace) else "not-paused"
             self._redirect(f"{views.queue_path(namespace)}?{urlencode({'notice': notice})}")
+        elif (m := re.fullmatch(r"/schedules/([^/]+)/(pause|resume)", rest)) is not None:
+            name, verb = _schedule_name(m.group(1)), m.group(2)
+            outcome = board.pause_schedule(namespace, name, paused=verb == "pause")
+            notice = f"schedule-{verb}d" if outcome == "changed" else f"schedule-{outcome}"
+            query = urlencode({"notice": notice, "id": name})
+            self._redirect(f"{views.schedules_path(namespace)}?{query}")
         elif rest == "/redrive-all":
             done = board.redrive_all(namespace)
             self._redirect(f"{back}?{urlencode({'notice': 'redriven-all', 'n': len(done)})}")

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 from pail.codec import ErrorInfo
 from pail.dashboard.chart import throughput_svg
-from pail.dashboard.model import QueueView
+from pail.dashboard.model import QueueView, ScheduleRow, SchedulesView
 from pail.operate.dead_letters import Letter
 from pail.operate.failures import Failure
 from pail.operate.jobs import JobPage, JobRow
@@ -52,6 +52,11 @@ NOTICES = {
     "already-paused": "The queue was paused already.",
     "resumed": "The queue was resumed: workers claim again at their next refill.",
     "not-paused": "The queue was not paused.",
+    "schedule-paused": "Schedule {id} is paused: no tick is due until it is resumed.",
+    "schedule-resumed": "Schedule {id} was resumed: the ticks that fell while it was paused are not enqueued.",
+    "schedule-unchanged": "Schedule {id} was in that state already.",
+    "schedule-gone": "There is no schedule {id} any more.",
+    "schedule-unreadable": "Schedule {id} is unreadable: remove it and add it again (`pail schedule remove`).",
 }
 
 
@@ -90,6 +95,15 @@ def job_path(namespace: str, job_id: str) -> str:
 
 def letter_path(namespace: str, job_id: str) -> str:
     return f"{queue_path(namespace)}/dlq/{quote(job_id, safe='')}"
+
+
+def schedules_path(namespace: str, after: str | None = None) -> str:
+    query = f"?{urlencode({'after': after})}" if after else ""
+    return f"{queue_path(namespace)}/schedules{query}"
+
+
+def schedule_path(namespace: str, name: str) -> str:
+    return f"{queue_path(namespace)}/schedules/{quote(name, safe='')}"
 
 
 def jobs_path(namespace: str, kind: JobKind, after: str | None = None) -> str:
@@ -323,7 +337,7 @@ def queue_page(frame: Frame, view: QueueView) -> str:
         for kind in JobKind
         if kind is not JobKind.DEAD
     )
-    nav = f'<nav aria-label="Job lists"><ul class="tabs">{links}<li><a href="{_e(queue_path(ns))}/dlq">Dead-letter queue</a></li><li><a href="{_e(queue_path(ns))}/search" id="search-link">Search</a></li></ul></nav>'
+    nav = f'<nav aria-label="Job lists"><ul class="tabs">{links}<li><a href="{_e(queue_path(ns))}/dlq">Dead-letter queue</a></li><li><a href="{_e(queue_path(ns))}/search" id="search-link">Search</a></li><li><a href="{_e(schedules_path(ns))}" id="schedules-link">Schedules</a></li></ul></nav>'
     body = (
         nav
         + pause_section(ns, view.pause)
@@ -499,8 +513,12 @@ def confirm_page(
     fields: Mapping[str, str],
     back: str,
     reason: str | None = None,
+    crumbs: Sequence[tuple[str, str]] | None = None,
 ) -> str:
-    """A confirmation form; ``reason`` labels an optional text box sent as ``reason``."""
+    """A confirmation form; ``reason`` labels an optional text box sent as ``reason``.
+
+    ``crumbs`` are the breadcrumbs after the queue's (default: its dead-letter queue).
+    """
     hidden = "".join(
         f'<input type="hidden" name="{_e(k)}" value="{_e(v)}">' for k, v in fields.items()
     )
@@ -513,15 +531,81 @@ def confirm_page(
 <form method="post" action="{_e(action)}"><input type="hidden" name="csrf" value="{_e(frame.csrf)}">{hidden}
 <button type="submit" class="danger" id="confirm">{_e(button)}</button>
 <a class="button" href="{_e(back)}" id="cancel">Cancel</a></form></section>"""
+    after = [(f"{queue_path(namespace)}/dlq", "Dead-letter queue")] if crumbs is None else crumbs
     return layout(
         frame,
         title,
         body,
-        crumbs=[
-            (queue_path(namespace), queue_label(namespace)),
-            (f"{queue_path(namespace)}/dlq", "Dead-letter queue"),
-        ],
+        crumbs=[(queue_path(namespace), queue_label(namespace)), *after],
         refresh=False,
+    )
+
+
+def _when(moment: Any) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _schedule_row(namespace: str, row: ScheduleRow) -> str:
+    entry = row.entry
+    info = entry.info
+    if info is None:
+        return (
+            f'<tr class="unreadable"><td><code class="foreign-key">{_e(one_line(entry.key, 100))}</code> '
+            f'<span class="tag">not a schedule</span></td>'
+            f'<td colspan="5" class="warn">{_e(one_line(entry.problem or "", 200))}</td>'
+            '<td class="actions"><span class="muted">none</span></td></tr>'
+        )
+    s = info.schedule
+    path = schedule_path(namespace, s.name)
+    if s.last_job is None:
+        last = '<span class="muted">none yet</span>'
+    else:
+        state = row.last_state or "-"
+        badge = state if state in _HEADLINES else "unknown"
+        last = (
+            f'<a href="{_e(job_path(namespace, s.last_job))}"><code>{_e(s.last_job)}</code></a> '
+            f'<span class="badge state-{_e(badge)}">{_e(one_line(state, 100))}</span>'
+        )
+    if s.paused:
+        status = '<span class="badge paused">paused</span>'
+        next_run = '<span class="muted">none while paused</span>'
+        action = f'<a class="button" href="{_e(path)}/resume" id="resume-{_e(quote(s.name, safe=""))}">Resume…<span class="visually-hidden"> {_e(s.name)}</span></a>'
+    else:
+        status = "active"
+        next_run = _e(_when(info.next_due))
+        action = f'<a class="button" href="{_e(path)}/pause" id="pause-{_e(quote(s.name, safe=""))}">Pause…<span class="visually-hidden"> {_e(s.name)}</span></a>'
+    return (
+        f'<tr><th scope="row"><code>{_e(s.name)}</code> <span class="tag">{_e(s.source)}</span></th>'
+        f"<td>{_e(s.timing.text)}{f' · catch up {s.catch_up}' if s.catch_up > 1 else ''}</td>"
+        f'<td class="num">{next_run}</td><td class="num">{_e(_when(s.last_tick))}</td>'
+        f'<td>{last}</td><td>{status}</td><td class="actions">{action}</td></tr>'
+    )
+
+
+def schedules_page(frame: Frame, view: SchedulesView) -> str:
+    """The queue's schedules: timing, next run, last tick, last job and its state, Pause/Resume."""
+    ns, page = view.namespace, view.page
+    columns = ("schedule", "when", "next run", "last tick", "last job", "state", "actions")
+    head = "".join(f'<th scope="col">{_e(c)}</th>' for c in columns)
+    rows = "".join(_schedule_row(ns, row) for row in view.rows)
+    if not view.rows:
+        rows = (
+            f'<tr><td colspan="{len(columns)}">No schedule in this queue '
+            "(<code>pail schedule add</code>, or <code>Pail.schedule</code>).</td></tr>"
+        )
+    more = ""
+    if page.more and page.next_after:
+        more = f'<p><span class="bound">≥</span> More than shown. <a href="{_e(schedules_path(ns, page.next_after))}">Next page</a></p>'
+    elif page.more:
+        more = '<p><span class="bound">≥</span> More than shown (the listing stopped early).</p>'
+    body = f"""<section data-live id="schedules"><table>
+<caption>{_e(len(view.rows))}{"+" if page.more else ""} schedule(s), by name; times by the bucket's clock. The reaper's pass runs the ticks (the deployed reaper, or <code>pail reap --every</code>).</caption>
+<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}</section>"""
+    return layout(
+        frame,
+        f"Schedules of {queue_label(ns)}",
+        body,
+        crumbs=[(queue_path(ns), queue_label(ns))],
     )
 
 

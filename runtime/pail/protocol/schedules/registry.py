@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pail import jsonsafe
-from pail.errors import ConfigurationError, DecodeError
+from pail.errors import ConfigurationError, DecodeError, ObjectTooLargeError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.schedules.definition import (
@@ -186,6 +186,87 @@ def read_all(store: Store, keys: Keys) -> tuple[list[ScheduleInfo], datetime | N
                 found.append(ScheduleInfo(schedule, schedule.timing.next_after(now)))
     found.sort(key=lambda info: info.name)
     return found, now
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One object under the schedules prefix, as an operator's page shows it.
+
+    ``info`` is the schedule when the object is one; otherwise ``problem``
+    says why not (not a schedule name, too large to read, bytes that do not
+    decode), and the object is shown as such: a definition is input.
+    """
+
+    key: str
+    name: str
+    size: int
+    info: ScheduleInfo | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedPage:
+    """One bounded page of ``read_page``: what it listed, and where the next page starts."""
+
+    entries: tuple[Listed, ...]
+    more: bool
+    """The listing did not reach the end of the prefix."""
+    next_after: str | None
+    """The name the next page starts after (None on the last page, or where the listing
+    is not in key order: a directory bucket)."""
+    server_time: datetime | None
+
+
+def read_page(
+    store: Store, keys: Keys, *, after: str | None = None, limit: int = 100
+) -> ListedPage:
+    """At most ``limit`` objects under the schedules prefix, by name, after the name ``after``.
+
+    One LIST and at most one GET per object listed; an object larger than
+    ``MAX_BYTES`` is not read, and any other object that is not a schedule
+    is listed with its problem rather than left out (``read_all`` leaves
+    them out). It never raises for what an object holds.
+
+    >>> from pail.store import MemoryStore
+    >>> store = MemoryStore("jobs")
+    >>> _ = store.put("_pail/schedules/junk", b"{not json")
+    >>> page = read_page(store, Keys())
+    >>> page.entries[0].name, page.entries[0].info, page.entries[0].problem[:38]
+    ('junk', None, "schedule definition 'junk' is unreadab")
+    """
+    prefix = keys.schedules()
+    start = None if after is None else prefix + after
+    entries: list[Listed] = []
+    page = next(pages(store, prefix, max_keys=limit, max_pages=1, start_after=start))
+    for item in page.items:
+        name = item.key[len(prefix) :]
+        if not name and item.size == 0:
+            continue  # the console's "folder"
+        entries.append(_listed(store, item.key, name, item.size, page.server_time))
+    more = page.next_token is not None
+    last = page.items[-1].key[len(prefix) :] if page.items else None
+    ordered = store.ordered_listing
+    return ListedPage(tuple(entries), more, last if more and ordered else None, page.server_time)
+
+
+def _listed(store: Store, key: str, name: str, size: int, now: datetime) -> Listed:
+    try:
+        validate_name(name)
+    except ConfigurationError:
+        return Listed(key, name, size, None, "not a schedule name")
+    if size > MAX_BYTES:
+        return Listed(key, name, size, None, f"{size:,} bytes, more than {MAX_BYTES:,}: not read")
+    try:
+        obj = store.get(key)
+    except ObjectTooLargeError as exc:
+        return Listed(key, name, exc.size, None, f"{exc.size:,} bytes: not read")
+    if obj is None:
+        return Listed(key, name, size, None, "removed since the listing")
+    try:
+        schedule = Schedule.decode(obj.body, name)
+    except DecodeError as exc:
+        return Listed(key, name, len(obj.body), None, str(exc))
+    return Listed(key, name, len(obj.body), ScheduleInfo(schedule, schedule.timing.next_after(now)))
 
 
 def sync(
