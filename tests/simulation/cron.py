@@ -72,6 +72,46 @@ class Violation:
     detail: str
 
 
+def missed_ticks(
+    listed: list[Schedule], at: datetime, jobs_by_tick: dict[tuple[str, datetime], set[str]]
+) -> list[str]:
+    """The due ticks a pass that listed ``listed`` at server time ``at``, and ended, left without a job.
+
+    Each schedule's latest ``catch_up`` ticks in (``created``, ``at``] must
+    have a job, unless ``catch_up`` later ticks have jobs already: the pass
+    stalled after its listing, and a scheduler that ran since skipped the
+    tick as missed, as ``catch_up`` allows.
+    """
+    found = []
+    for schedule in listed:
+        done = sorted(
+            tick for (name, tick), jobs in jobs_by_tick.items() if name == schedule.name and jobs
+        )
+        for tick in schedule.timing.latest(at, after=schedule.created, limit=schedule.catch_up):
+            if jobs_by_tick.get((schedule.name, tick)):
+                continue
+            if sum(1 for later in done if later > tick) >= schedule.catch_up:
+                continue
+            found.append(
+                f"a pass listed at {at.isoformat()} and ended, but tick {schedule.name}@"
+                f"{tick.isoformat()} has no job"
+            )
+    return found
+
+
+def definitions(store: SimStore, keys: Keys) -> list[Schedule]:
+    """The readable schedules now (read outside any actor: no request, no fault)."""
+    found = []
+    for key in store.keys():  # noqa: SIM118 - SimStore is not a mapping
+        if key.startswith(keys.schedules()):
+            obj = store.peek(key)
+            try:
+                found.append(Schedule.decode(obj.body, key.rsplit("/", 1)[-1]))  # type: ignore[union-attr]
+            except PailError:
+                continue
+    return found
+
+
 class _Observer:
     """Crashes and freezes schedulers at request ends; attributes every new job to its tick."""
 
@@ -131,25 +171,8 @@ class World:
             )
 
     def _check_pass(self, listed: list[Schedule], at: datetime) -> None:
-        for schedule in listed:
-            done = sorted(
-                tick
-                for (name, tick), jobs in self.jobs_by_tick.items()
-                if name == schedule.name and jobs
-            )
-            for tick in schedule.timing.latest(at, after=schedule.created, limit=schedule.catch_up):
-                if self.jobs_by_tick.get((schedule.name, tick)):
-                    continue
-                if sum(1 for later in done if later > tick) >= schedule.catch_up:
-                    # A pass that stalled after its listing: a scheduler that ran
-                    # since enqueued the latest catch_up ticks of its own time, and
-                    # this one was skipped as missed, as catch_up allows.
-                    continue
-                self._violate(
-                    "missed",
-                    f"a pass listed at {at.isoformat()} and ended, but tick {schedule.name}@"
-                    f"{tick.isoformat()} has no job",
-                )
+        for detail in missed_ticks(listed, at, self.jobs_by_tick):
+            self._violate("missed", detail)
 
     def _violate(self, kind: str, detail: str) -> None:
         self.violations.append(Violation(kind, f"seed {self.seed}: {detail}"))
@@ -211,16 +234,7 @@ class World:
         self.scheduler.spawn(process, "ticks", loop, delay=delay)
 
     def _definitions(self) -> list[Schedule]:
-        """The readable schedules now (read outside any actor: no request, no fault)."""
-        found = []
-        for key in self.store.keys():  # noqa: SIM118 - SimStore is not a mapping
-            if key.startswith(self.keys.schedules()):
-                obj = self.store.peek(key)
-                try:
-                    found.append(Schedule.decode(obj.body, key.rsplit("/", 1)[-1]))  # type: ignore[union-attr]
-                except PailError:
-                    continue
-        return found
+        return definitions(self.store, self.keys)
 
     def _producer(self) -> None:
         process = self.scheduler.new_process("producer", "producer")

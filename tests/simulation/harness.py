@@ -39,6 +39,7 @@ from tests.simulation.overlap import OVERLAPPED
 from tests.simulation.pausing import pauser_for
 from tests.simulation.scheduler import Actor, Process, ProcessClock, Scheduler
 from tests.simulation.sim_store import FaultRates, Latency, SimStore
+from tests.simulation.ticking import installed, ticking_for
 
 MAX_STEPS = 300_000
 SETTLE_ROUNDS = 4
@@ -720,10 +721,15 @@ def run_seed(
     extras: list[Extra] = [*extras_for(seed)] if hostile and model is PAIL else []
     if pausing and model is PAIL:
         extras.append(pauser_for(seed))
+    # Schedules join the whole model: a share of the seeds' worlds tick (``ticking.py``).
+    ticking = ticking_for(seed) if model.rules is Rules.PAIL else None
+    if ticking is not None:
+        extras.append(ticking)
     config = SimConfig.for_seed(seed, chaos=chaos)
     if sharded:
         config = sharded_config(config)
     world = World(config, model, full_trace=full_trace, extras=extras)
     flags = {"--calm": not chaos, "--hostile": hostile, "--sharded": sharded, "--pausing": pausing}
     world.replay_flags = "".join(f" {flag}" for flag, on in flags.items() if on)
-    return world.run()
+    with installed(ticking):
+        return world.run()

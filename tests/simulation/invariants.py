@@ -86,6 +86,8 @@ class Kind(StrEnum):
     """A worker claimed a job after a refill of its own had seen the queue paused (``pausing``)."""
     NAMED_WAKE = "named-wake-cost"
     """An invocation whose named entries were gone sent more than their GETs (``named``)."""
+    TICK = "schedule-tick"
+    """A schedule's tick has two jobs, or a pass ended leaving a due tick without one (``ticking``)."""
 
 
 class Rules(StrEnum):

@@ -224,6 +224,11 @@ def _late_dead_letter_keeps_its_record(monkeypatch: pytest.MonkeyPatch) -> None:
     steps.REDRIVE_LATER_LIFE.replace(monkeypatch, lambda *args, **kwargs: False)
 
 
+def _redrive_never_looks_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A redrive deletes the record, then the marker, and does not look at the record again."""
+    steps.REDRIVE_CLEAR_LATE_RECORD.replace(monkeypatch, lambda *args, **kwargs: None)
+
+
 def _reaper_compares_attempts_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reaper takes any entry with fewer attempts than its lease for the claim's own."""
 
@@ -398,7 +403,7 @@ REGRESSIONS = (
     ),
     Regression(
         "redrive-deletes-a-cancellation",
-        615,
+        156,
         Kind.RESULT_CHANGED,
         "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
         "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
@@ -407,7 +412,7 @@ REGRESSIONS = (
     ),
     Regression(
         "half-done-redrive-dead-again",
-        668,
+        640,
         Kind.TERMINAL,
         "A redrive stops after writing the new entry (or after deleting the record); the claim "
         "of the redriven entry finds the old dead marker and takes it for the job's end: the job "
@@ -431,6 +436,17 @@ REGRESSIONS = (
         "dead-letter, an operator redrives the job, and the late write re-creates the record "
         "of the death taken back: the job lives on with a dead-letter beside it.",
         _late_dead_letter_keeps_its_record,
+    ),
+    Regression(
+        "late-dead-letter-between-redrive-deletes",
+        5451,
+        Kind.TERMINAL,
+        "A reaper stalls inside a dead-letter; another finishes it; a redrive writes the next "
+        "life's entry, deletes the record and stalls before deleting the marker; the stalled "
+        "reaper lands its record then and crashes; the redrive deletes the marker, so no later "
+        "reader meets a stale one and the record of the death taken back stays beside a job "
+        "that succeeds (found when the schedules joined the main sweep).",
+        _redrive_never_looks_again,
     ),
     Regression(
         "stale-lease-takes-a-redriven-entry",

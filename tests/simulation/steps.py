@@ -113,6 +113,9 @@ REAPER_RECLAIM = Step(Reaper, Reaper._reclaim, "one expired lease reclaimed")
 
 REDRIVE_TOOK_BACK = Step(redrive, redrive.took_back, "a half-done redrive finished by a reader")
 REDRIVE_LATER_LIFE = Step(redrive, redrive.later_life, "a late dead letter of a life taken back")
+REDRIVE_CLEAR_LATE_RECORD = Step(
+    redrive, redrive.clear_late_record, "a record re-created between a redrive's two deletes"
+)
 CANCEL_FINISH_PENDING = Step(
     cancel, cancel.finish_pending, "a cancellation's steps after its commit point"
 )

@@ -298,16 +298,16 @@ def test_given_unschedule_when_reaped_then_no_more_jobs() -> None:
 
 
 FOREIGN_DEFINITIONS = [
-        b"",
-        b"garbage",
-        b"[]",
-        b'{"v": 1, "name": "other", "payload": 1, "every": 60, "created": "2026-01-01T00:00:00+00:00"}',
-        b'{"v": 1, "name": "bad", "payload": NaN, "every": 60, "created": "2026-01-01T00:00:00+00:00"}',
-        b'{"v": 1, "name": "bad", "payload": 1, "cron": "61 * * * *", "created": "2026-01-01T00:00:00+00:00"}',
-        b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "created": "yesterday"}',
-        b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "timezone": 5, "cron": 3}',
-        b"[" * 10_000,
-        b" " * (256 * 1024 + 1),  # too big to read: passed by from the listing, no GET
+    b"",
+    b"garbage",
+    b"[]",
+    b'{"v": 1, "name": "other", "payload": 1, "every": 60, "created": "2026-01-01T00:00:00+00:00"}',
+    b'{"v": 1, "name": "bad", "payload": NaN, "every": 60, "created": "2026-01-01T00:00:00+00:00"}',
+    b'{"v": 1, "name": "bad", "payload": 1, "cron": "61 * * * *", "created": "2026-01-01T00:00:00+00:00"}',
+    b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "created": "yesterday"}',
+    b'{"v": 1, "name": "bad", "payload": 1, "every": 60, "timezone": 5, "cron": 3}',
+    b"[" * 10_000,
+    b" " * (256 * 1024 + 1),  # too big to read: passed by from the listing, no GET
 ]
 
 

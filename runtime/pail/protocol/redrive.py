@@ -130,6 +130,22 @@ def finish(
     marker = marker if marker is not None else store.head(keys.done(job_id))
     if marker is not None and stale_marker(marker, life):
         delete_if_unchanged(store, keys.done(job_id), marker.etag)
+        clear_late_record(store, keys, job_id, life)
+
+
+def clear_late_record(store: Store, keys: Keys, job_id: str, life: int) -> None:
+    """Remove a dead-letter record of a life before ``life`` written since ``finish`` deleted it.
+
+    A dead-letter writer that stalled (its lease taken over, its death
+    finished by the reaper) can land its record late, between ``finish``'s
+    two deletes. With the marker gone, no later reader meets a stale marker,
+    so none would know the record is a piece of a past life: ``finish`` looks
+    once more after deleting the marker (one GET, on the redrive path only).
+    """
+    key = keys.dlq(job_id)
+    late = store.get(key)
+    if late is not None and _dead_life(late) < life:
+        delete_if_unchanged(store, key, late.etag)
 
 
 def stale_marker(done: ObjectInfo, life: int) -> bool:
