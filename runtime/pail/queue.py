@@ -330,9 +330,11 @@ class Pail:
 
         **Dependencies** (``docs/dependencies.md``): with ``after`` the job
         *waits* (state ``waiting``) until every job it names has succeeded,
-        then becomes pending once; those jobs must be enqueued *after* it,
-        each naming it in ``then`` (``enqueue_flow`` and ``enqueue_chain`` do
-        both). ``on_failure`` says what a dead-lettered dependency does to it:
+        then becomes pending once. Jobs that exist already are looked at by
+        the reaper's pass (the promotion comes at most one pass after the
+        last one succeeded); jobs enqueued afterwards with ``then=[this id]``
+        tell it at once when they end (``enqueue_flow`` and ``enqueue_chain``
+        do both for you). ``on_failure`` says what a dead-lettered dependency does to it:
         ``"dead-letter"`` (its error names the dependency), ``"cancel"``, or
         ``"wait"`` (for a redrive of the dependency). A cancelled dependency
         cancels it. ``after`` goes with no ``key``, ``delay`` or ``priority``.
@@ -354,6 +356,7 @@ class Pail:
                 on_failure=on_failure,
                 tags=checked,
                 stats=self.write_stats,
+                late=True,
             )
         if then and (key is not None or due is not None):
             raise ConfigurationError("then= goes with no key, delay, not_before or priority")

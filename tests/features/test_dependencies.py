@@ -182,3 +182,45 @@ def test_given_fan_in_then_requests_per_edge_are_a_small_constant_and_plain_jobs
     # promotion's PUT and DELETE, and one GET per dependency result its handler reads.
     per_edge = (flowed - plain - one) / 4
     assert per_edge <= 4.0, (plain, flowed, one, per_edge)
+
+
+def test_given_after_of_jobs_already_enqueued_when_they_succeed_then_the_reaper_pass_promotes(
+    pail: Pail, counter: RequestCounter
+) -> None:
+    first = pail.enqueue({"n": 1})
+    done = pail.enqueue({"n": 0})
+    ran: list[Any] = []
+    handler = _recording(ran)
+    assert pail.work_once(handler)  # the oldest: {"n": 1}
+    pail.flush()
+    later = pail.enqueue({"merge": True}, after=[first, done])
+    status = pail.status(later)
+    assert status is not None and status.state is JobState.WAITING
+    assert status.waiting_for == (done,)  # the one that had succeeded was met at enqueue
+
+    assert pail.work_once(handler)  # {"n": 0}: it names no dependent, so nothing tells yet
+    pail.flush()
+    assert pail.work_once(handler) is False
+    before = counter.total()
+    report = pail.reap()
+    assert report.dependencies is not None and report.dependencies.told == 1
+    # LIST run/, LIST _pail/schedules/, LIST wait/, GET it, HEAD done/, GET+PUT it, PUT+DELETE
+    assert counter.total() - before <= 9
+
+    _drain(pail, handler)
+    assert pail.result(later) == {"merged": [0, 1]}
+    assert ran.count({"merge": True}) == 1
+
+
+def test_given_after_of_a_dead_lettered_job_then_the_dependent_is_dead_lettered_at_enqueue(
+    connect: Any,
+) -> None:
+    pail: Pail = connect(max_retries=0)
+    doomed = pail.enqueue({"n": 1, "fail": True})
+    _drain(pail, _recording([]))
+
+    later = pail.enqueue({"merge": True}, after=[doomed])
+
+    status = pail.status(later)
+    assert status is not None and status.state is JobState.FAILED
+    assert status.error is not None and doomed in status.error.message

@@ -54,6 +54,7 @@ from pail.errors import (
 from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import dependencies, redrive, transitions
+from pail.protocol.dependencies.repair import Repairer, RepairReport
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.schedules.runner import Ticker, TickReport
 from pail.protocol.settle import Policy
@@ -104,6 +105,8 @@ class ReapReport:
     quarantined_ids: list[str] = field(default_factory=list)
     schedules: TickReport | None = None
     """What the pass's run of the schedules did (``pail.protocol.schedules``); None if it had none."""
+    dependencies: RepairReport | None = None
+    """What the pass's look at waiting jobs did (``pail.protocol.dependencies.repair``)."""
 
 
 class Reaper:
@@ -128,6 +131,9 @@ class Reaper:
         self._page_size = page_size
         self._max_pages = max_pages
         self._cursor = ReapCursor(store, keys, stats=stats)
+        self._repairer: Repairer | None = Repairer(store, keys, stats=stats)
+        self._seen: set[str] = set()
+        """The job ids of the live leases the last pass listed (waiting jobs' dependencies)."""
         self._position: Position | None = None
         """Where this reaper's next pass starts; None until read from the bucket (first pass)."""
 
@@ -139,7 +145,27 @@ class Reaper:
         """
         report = self.reclaim_leases()
         report.schedules = self.run_schedules()
+        report.dependencies = self.run_dependencies(report)
         return report
+
+    def run_dependencies(self, leases: ReapReport) -> RepairReport | None:
+        """The pass's look at waiting jobs' late dependencies (``pail.protocol.dependencies``).
+
+        One LIST of ``wait/`` per pass, plus a HEAD per late dependency not
+        yet met and not running; a storage error is logged, never raised.
+        """
+        if self._repairer is None:
+            return None
+        running = self._seen if leases.complete_pass else None
+        try:
+            return self._repairer.repair(running)
+        except AccessDeniedError as exc:
+            log.info("reaper: this process does not look at waiting jobs (%s)", exc)
+            self._repairer = None
+            return None
+        except PailError as exc:
+            log.warning("reaper: the waiting jobs could not be looked at this pass: %s", exc)
+            return None
 
     def run_schedules(self) -> TickReport | None:
         """The pass's schedules step: every due tick enqueued once (``pail.protocol.schedules``)."""
@@ -167,6 +193,7 @@ class Reaper:
         in all counting the first page when the walk is at the top.
         """
         report = ReapReport(complete_pass=False)
+        self._seen = set()
         first = self._store.list(self._keys.prefix(RUN), max_keys=self._page_size)
         self._scan(first, report)
         if first.next_token is None:
@@ -199,7 +226,9 @@ class Reaper:
                 continue
             report.scanned += 1
             age = (page.server_time - item.last_modified).total_seconds()
-            if age > self._policy.visibility_timeout + CLOCK_RESOLUTION:
+            if age <= self._policy.visibility_timeout + CLOCK_RESOLUTION:
+                self._seen.add(job_id)  # alive: running (or just ended: the next pass sees it)
+            else:
                 report.expired += 1
                 # A sharded queue's run/ holds every shard: act in this lease's own.
                 self._reclaim(item, job_id, report, age, self._keys.of_key(item.key, RUN))

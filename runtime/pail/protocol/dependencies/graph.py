@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -27,7 +27,7 @@ from pail.errors import ConfigurationError, DecodeError, PailError
 from pail.jsonsafe import check_value
 from pail.keys import Keys
 from pail.protocol.dependencies.record import WaitingJob, check_on_failure
-from pail.protocol.dependencies.release import tell
+from pail.protocol.dependencies.release import tell, unpinned
 from pail.protocol.enqueue import put_pending
 from pail.protocol.lease import Lease
 from pail.protocol.writes import WriteStats, put_conditional
@@ -78,12 +78,18 @@ def put_waiting(
     tags: Tags | None = None,
     trace: dict[str, str] | None = None,
     stats: WriteStats | None = None,
+    late: bool = False,
 ) -> str:
     """Create ``wait/{job_id}`` (create-only): a job that waits for ``after``; its id.
 
     A 412 is this same record, written by an earlier try (a resend, a
-    handler's earlier attempt): the job waits already. Each job of ``after``
-    must be enqueued afterwards naming this one in its ``then``.
+    handler's earlier attempt): the job waits already. Without ``late``,
+    each job of ``after`` is enqueued afterwards naming this one in its
+    ``then`` (a flow): whoever ends it tells this job at once. With
+    ``late`` (``Pail.enqueue(after=...)``: jobs that may exist already and
+    name no dependent), the record says so; then each dependency's outcome
+    is looked at once (one HEAD each), those already ended are told now, and
+    the reaper's pass looks again for the others (``repair``).
     """
     check_value(payload, "payload")
     record = WaitingJob(
@@ -96,6 +102,8 @@ def put_waiting(
         tags=tags or {},
         trace=trace or {},
     )
+    if late:
+        record = replace(record, late=record.after)
     written = put_conditional(
         store,
         keys.wait(job_id),
@@ -108,7 +116,23 @@ def put_waiting(
     )
     if written is None:
         log.info("job %s: waiting already (an earlier try wrote it)", job_id)
+    if late:
+        # After the record, never before: a dependency that ends after this
+        # look is seen by the reaper's pass, one that ended before it is seen here.
+        for dependency in record.after:
+            ended = outcome_of(store, keys, dependency)
+            if ended is not None:
+                tell(store, keys, dependency, (job_id,), ended, stats=stats)
     return job_id
+
+
+def outcome_of(store: Store, keys: Keys, job_id: str) -> str | None:
+    """The outcome in ``done/{job_id}`` (a HEAD per shard it may live in), None if it has none."""
+    for layout in unpinned(keys).layouts(job_id):
+        found = store.head(layout.done(job_id))
+        if found is not None:
+            return found.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
+    return None
 
 
 def enqueue_flow(

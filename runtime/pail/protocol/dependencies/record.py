@@ -54,6 +54,9 @@ class WaitingJob:
     tags: Tags = field(default_factory=dict)
     trace: dict[str, str] = field(default_factory=dict)
     write: str = field(default_factory=new_token)
+    late: tuple[str, ...] = ()
+    """Dependencies that existed before this record and do not name it (``after=`` of a job
+    already enqueued): the reaper's pass looks at their outcomes (``repair``)."""
 
     @property
     def ready(self) -> bool:
@@ -88,6 +91,8 @@ class WaitingJob:
             data["enqueued_at"] = self.enqueued_at
         if self.then:
             data["then"] = list(self.then)
+        if self.late:
+            data["late"] = list(self.late)
         if self.tags:
             data["tags"] = self.tags
         if self.trace:
@@ -111,6 +116,7 @@ class WaitingJob:
         if on_failure not in ON_FAILURE:
             raise DecodeError(f"waiting job has an unknown 'on_failure': {on_failure!r}")
         met = Envelope.from_json({"payload": None, "after": data.get("met", [])}).after
+        late = Envelope.from_json({"payload": None, "after": data.get("late", [])}).after
         if not envelope.after:
             raise DecodeError("waiting job waits for nothing ('after' is empty)")
         return cls(
@@ -124,8 +130,9 @@ class WaitingJob:
             tags=envelope.tags,
             trace=envelope.trace,
             write=envelope.write,
+            late=tuple(job for job in late if job in envelope.after),
         )
 
 
-_OWN = frozenset({"id", "met", "on_failure"})
+_OWN = frozenset({"id", "met", "on_failure", "late"})
 """The waiting record's fields that a pending entry does not have."""
