@@ -962,8 +962,8 @@ class Pail:
     ) -> JobPage:
         """Up to ``limit`` jobs in ``state`` with their age, oldest first; see ``pail.operate.jobs``.
 
-        ``state`` is one of ``pail.stats.STATES`` (pending, delayed, running,
-        done, failed, cancelled), as ``stats()`` counts them; ``dead`` is
+        ``state`` is one of ``pail.stats.STATES`` (pending, delayed, waiting,
+        running, done, failed, cancelled), as ``stats()`` counts them; ``dead`` is
         ``failed``'s older name. ``JobPage.more`` says the listing stopped before the end;
         pass its ``next_after`` as ``after`` for the next page.
         """

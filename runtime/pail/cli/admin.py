@@ -36,6 +36,8 @@ def _row_cells(row: JobRow) -> list[str]:
         note = one_line(str(detail.error), 80)
     elif row.due_text is not None:
         note = row.due_text
+    elif detail is not None and detail.waits_for is not None:
+        note = f"waits for {detail.waits_for} of {detail.dependencies} dependencies"
     else:
         note = ""
     label = row.job_id if row.job_id is not None else row.key

@@ -18,6 +18,7 @@ from pail.cli.exit_codes import CommandError, ExitCode
 from pail.cli.params import Seconds
 from pail.errors import ConfigurationError
 from pail.output import Output, compact, state_text, when
+from pail.protocol.dependencies.record import DEAD_LETTER, ON_FAILURE
 from pail.queue import Pail
 from pail.status import JobState, JobStatus
 from pail.tags import parse as parse_tag
@@ -90,6 +91,20 @@ def read_payloads(source: str, *, lines: bool) -> list[Any]:
     show_default=True,
     help="A high-priority job is claimed before the normal backlog.",
 )
+@click.option(
+    "--after",
+    "after",
+    multiple=True,
+    metavar="ID",
+    help="Wait (state waiting) until job ID succeeded (repeat: all of them); then pending once.",
+)
+@click.option(
+    "--on-failure",
+    type=click.Choice(list(ON_FAILURE)),
+    default=DEAD_LETTER,
+    show_default=True,
+    help="With --after: what a dead-lettered dependency does to the waiting job.",
+)
 @global_options
 @click.pass_context
 def enqueue(
@@ -100,6 +115,8 @@ def enqueue(
     delay: float | None,
     priority: str,
     tags: tuple[str, ...],
+    after: tuple[str, ...],
+    on_failure: str,
 ) -> None:
     """Add a job and print its id.
 
@@ -109,18 +126,35 @@ def enqueue(
       pail enqueue jobs '{"report_id": "q2_revenue", "format": "pdf"}'
       pail enqueue jobs @job.json
       jq -c '.[]' batch.json | pail enqueue jobs - --lines
+
+    With --after the job waits until every job it names has succeeded, then
+    becomes pending once: at the next reaper pass (pail reap --every, or the
+    workers' own), or at once if they have ended already (docs/dependencies.md):
+
+    \b
+      a=$(pail enqueue jobs '{"step": "export"}')
+      pail enqueue jobs '{"step": "merge"}' --after "$a"
     """
     bucket, (source,) = split_bucket(args, ["PAYLOAD"])
     opts = options(ctx)
     payloads = read_payloads(source, lines=lines)
     labels = tag_options(tags)
+    if after and (key is not None or delay is not None or priority != "normal"):
+        raise CommandError("--after goes with no --key, --delay or --priority", ExitCode.USAGE)
     pail = opts.connect(bucket)
     out = opts.output()
     if key is not None:
         enqueue_keyed(pail, out, payloads, key, delay=delay, priority=priority, tags=labels)
         return
     for payload in payloads:
-        job_id = pail.enqueue(payload, delay=delay, priority=priority, tags=labels)
+        job_id = pail.enqueue(
+            payload,
+            delay=delay,
+            priority=priority,
+            tags=labels,
+            after=list(after) or None,
+            on_failure=on_failure,
+        )
         out.result({"id": job_id}, lambda job_id=job_id: out.line(job_id))
 
 

@@ -35,6 +35,7 @@ DEFAULT_QUEUE_SLUG = "_"
 STATE_LABELS: dict[JobKind, str] = {
     JobKind.PENDING: "pending",
     JobKind.DELAYED: "delayed",
+    JobKind.WAITING: "waiting",
     JobKind.RUNNING: "running",
     JobKind.DONE: "done",
     JobKind.DEAD: "dead-lettered",
@@ -195,7 +196,7 @@ def census_cells(namespace: str, census: Census) -> str:
     cells = [
         _count(census.pending, jobs_path(namespace, JobKind.PENDING), "pending"),
         _count(census.delayed, jobs_path(namespace, JobKind.DELAYED), "delayed"),
-        _count(census.waiting),
+        _count(census.waiting, jobs_path(namespace, JobKind.WAITING), "waiting"),
         _count(census.running, jobs_path(namespace, JobKind.RUNNING), "running"),
         _count(census.done, jobs_path(namespace, JobKind.DONE), "done"),
         _count(census.failed, f"{queue_path(namespace)}/dlq", "failed"),
@@ -385,6 +386,8 @@ def _jobs_rows(namespace: str, page: JobPage, *, actions: bool, csrf: str) -> st
             note = _error_text(d.error)
         elif row.due_text is not None:
             note = row.due_text
+        elif d is not None and d.waits_for is not None:
+            note = f"waits for {d.waits_for} of {d.dependencies} dependencies"
         else:
             note = ""
         cells = (
@@ -611,6 +614,7 @@ def schedules_page(frame: Frame, view: SchedulesView) -> str:
 
 _HEADLINES = {
     "pending": "Waiting in the queue for a worker.",
+    "waiting": "Waiting for its dependencies: it becomes pending once they all succeeded.",
     "running": "A worker is on it.",
     "done": "Finished successfully.",
     "failed": "Failed; moved to the dead-letter queue.",

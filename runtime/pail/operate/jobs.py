@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from pail.codec import OUTCOME_CANCELLED, OUTCOME_SUCCEEDED
-from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.keys import DLQ, DONE, QUEUE, RUN, WAIT, Keys
 from pail.operate.objects import (
     FOREIGN,
     PREFIX_OF,
@@ -145,6 +145,8 @@ def classify(
         return JobKind.RUNNING
     if prefix == DLQ:
         return JobKind.DEAD
+    if prefix == WAIT:
+        return JobKind.WAITING
     outcome = reader.outcome(info, budget=budget)
     if outcome == OUTCOME_SUCCEEDED:
         return JobKind.DONE
@@ -157,7 +159,13 @@ def _wanted(kind: JobKind, state: str) -> bool:
     # Foreign objects are listed with the main state of their prefix, so that
     # every object an operator might wonder about shows up somewhere.
     if state == FOREIGN:
-        return kind in (JobKind.PENDING, JobKind.RUNNING, JobKind.DONE, JobKind.DEAD)
+        return kind in (
+            JobKind.PENDING,
+            JobKind.WAITING,
+            JobKind.RUNNING,
+            JobKind.DONE,
+            JobKind.DEAD,
+        )
     return state == kind
 
 
@@ -210,7 +218,7 @@ def list_jobs(
     """List up to ``limit`` jobs in state ``kind``, oldest id first (general purpose buckets).
 
     ``after`` is a key from a previous page's ``next_after``. Foreign objects
-    are listed with ``pending``, ``running``, ``done`` and ``dead`` (the main
+    are listed with ``pending``, ``waiting``, ``running``, ``done`` and ``dead`` (the main
     state of their prefix), as ``foreign``.
 
     >>> from pail import Pail, MemoryStore

@@ -33,8 +33,9 @@ from pail.codec import (
     LeaseRecord,
 )
 from pail.errors import DecodeError, ObjectTooLargeError
-from pail.keys import DLQ, DONE, QUEUE, RUN, Keys
+from pail.keys import DLQ, DONE, QUEUE, RUN, WAIT, Keys
 from pail.protocol import delay
+from pail.protocol.dependencies.record import WaitingJob
 from pail.store.base import ObjectInfo, Store
 
 MARKER_MAX_BYTES = 64
@@ -52,6 +53,8 @@ class JobKind(StrEnum):
 
     PENDING = "pending"
     DELAYED = "delayed"
+    WAITING = "waiting"
+    """Waiting for its dependencies (``wait/``, ``pail.protocol.dependencies``)."""
     RUNNING = "running"
     DONE = "done"
     DEAD = "dead"
@@ -64,6 +67,7 @@ FOREIGN = "foreign"
 PREFIX_OF: dict[JobKind, str] = {
     JobKind.PENDING: QUEUE,
     JobKind.DELAYED: QUEUE,
+    JobKind.WAITING: WAIT,
     JobKind.RUNNING: RUN,
     JobKind.DONE: DONE,
     JobKind.DEAD: DLQ,
@@ -117,9 +121,14 @@ class JobDetail:
     cancelled: bool = False
     raw: str | None = None
     unreadable: str | None = None
+    waits_for: int | None = None
+    """A waiting job's dependencies not known to have succeeded yet (of ``dependencies``)."""
+    dependencies: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "waits_for": self.waits_for,
+            "dependencies": self.dependencies,
             "attempts": self.attempts,
             "holder": self.holder,
             "lease_state": self.lease_state,
@@ -163,6 +172,13 @@ def decode_detail(prefix: str, body: bytes, job_id: str) -> JobDetail:
             letter = DeadLetter.decode(body, job_id)
             return JobDetail(
                 attempts=letter.attempts, error=letter.error, payload=letter.payload, raw=letter.raw
+            )
+        if prefix == WAIT:
+            waiting = WaitingJob.decode(body, job_id)
+            return JobDetail(
+                payload=waiting.payload,
+                waits_for=len(set(waiting.after) - set(waiting.met)),
+                dependencies=len(waiting.after),
             )
     except _DECODE_ERRORS as exc:
         return JobDetail(unreadable=str(exc) or type(exc).__name__, raw=_excerpt(body))

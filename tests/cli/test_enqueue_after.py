@@ -1,0 +1,60 @@
+"""``pail enqueue --after ID`` and ``pail jobs --state waiting`` on the real local S3 server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pail import JobState, Pail
+from tests.support.command import Invoke
+
+pytestmark = pytest.mark.s3
+
+
+def test_given_a_job_when_another_is_enqueued_after_it_then_it_waits_and_runs_once_it_succeeded(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    first = invoke("enqueue", bucket, '{"step": "export"}').stdout.strip()
+
+    made = invoke("enqueue", bucket, '{"step": "merge"}', "--after", first)
+    merge = made.stdout.strip()
+    waiting = invoke("jobs", bucket, "--state", "waiting")
+    listed = json.loads(invoke("--json", "jobs", bucket, "--state", "waiting").stdout)
+
+    assert made.exit_code == 0, made.stderr
+    assert pail.status(merge).state is JobState.WAITING  # type: ignore[union-attr]
+    row = next(line for line in waiting.stdout.splitlines() if merge in line)
+    assert "waits for 1 of 1 dependencies" in row
+    assert [job["id"] for job in listed["jobs"]] == [merge]
+    assert listed["jobs"][0]["detail"]["waits_for"] == 1
+
+    assert pail.work_once(lambda payload: {"done": payload["step"]})
+    pail.reap()  # an edge to a job that existed before: the reaper's pass promotes
+    seen = []
+    while pail.work_once(lambda payload: seen.append(payload) or {"merged": True}):
+        pass
+
+    assert seen == [{"step": "merge"}]
+    assert pail.result(merge) == {"merged": True}
+    assert invoke("jobs", bucket, "--state", "waiting").stdout.startswith("no waiting jobs")
+
+
+@pytest.mark.parametrize(
+    "extra", [["--key", "k"], ["--delay", "5"], ["--priority", "high"]], ids=str
+)
+def test_given_after_with_a_key_delay_or_priority_then_usage_error_and_nothing_written(
+    invoke: Invoke, pail: Pail, bucket: str, extra: list[str]
+) -> None:
+    first = pail.enqueue({"n": 1})
+
+    result = invoke("enqueue", bucket, '{"n": 2}', "--after", first, *extra)
+
+    assert result.exit_code == 2 and "--after goes with no" in result.stderr
+    assert pail.stats().waiting == 0
+
+
+def test_given_after_an_invalid_id_then_usage_error(invoke: Invoke, bucket: str) -> None:
+    result = invoke("enqueue", bucket, '{"n": 2}', "--after", "../not-an-id")
+
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
