@@ -75,6 +75,8 @@ class ChaosConfig:
     seed: int = 0
     known_bad: str | None = None
     """One more worker, breaking the protocol (``worker_main.KNOWN_BAD``): the audit must catch it."""
+    worker_args: tuple[str, ...] = ()
+    """More arguments of every worker process (``fan_in``: ``--flow``)."""
 
 
 @dataclass
@@ -142,6 +144,7 @@ class _Fleet:
             str(config.max_retries),
             "--work-seconds",
             str(config.work_seconds),
+            *config.worker_args,
         ]
         self._log = (record.parent / "workers.log").open("ab")
         self._record = record
@@ -200,6 +203,18 @@ class _Fleet:
         if not eligible:
             return False
         index = rng.choice(eligible)
+        process = self.processes[index]
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.killed[process.pid] = time.monotonic()
+        self.processes[index] = self._start(process.args)  # type: ignore[arg-type]
+        return True
+
+    def kill_pid(self, pid: int) -> bool:
+        """SIGKILL the worker ``pid`` (one that has just started a chosen job) and restart it."""
+        index = next((i for i, p in enumerate(self.processes) if p.pid == pid), None)
+        if index is None or self.processes[index].poll() is not None:
+            return False
         process = self.processes[index]
         process.send_signal(signal.SIGKILL)
         process.wait()

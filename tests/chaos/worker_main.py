@@ -6,6 +6,11 @@ returns, each with the lease it ran under (``tests.chaos.audit``), with one
 ``os.write`` on an ``O_APPEND`` file descriptor each, so lines from
 concurrent processes never interleave.
 
+``--flow`` serves a fan-in (``fan_in.py``): the children are ordinary chaos
+jobs; the continuation (payload ``{"merge": true, "n": N}``) also records a
+``merge`` line with the calls of the results it read
+(``current_job().dependencies``), and returns them with their lease tokens.
+
 ``--known-bad`` runs a worker that breaks the protocol, to show the audit
 catches it (``test_chaos.py``):
 
@@ -20,6 +25,7 @@ catches it (``test_chaos.py``):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -35,6 +41,8 @@ from tests.chaos.audit import end_line, lease_fields, start_line
 from tests.support.queues import connect_to, local_kwargs
 
 KNOWN_BAD = ("unleased", "long-lease")
+MERGE_WORK = 5.0
+"""Seconds a fan-in's merge works before its run starts: the runner kills its first run there."""
 BAD_VISIBILITY_TIMEOUT = 30.0
 LONG_WORK = 20.0
 """Far longer than the run's lease lives unrenewed (visibility timeout + 1 s) plus a reaper pass
@@ -71,6 +79,32 @@ class _Handler:
         return {"n": n, "by": self._pid, "lease": lease["lease"] if lease else None}
 
 
+class _FlowHandler(_Handler):
+    """A fan-in's jobs: the children as ``_Handler``'s; the merge reads its dependencies' results."""
+
+    def __call__(self, payload: Any, job_id: str | None = None) -> dict[str, Any]:
+        if not payload.get("merge"):
+            return super().__call__(payload, job_id)
+        n = payload["n"]
+        job = current_job()
+        assert job is not None, "the merge runs as a job"
+        now = time.monotonic()
+        lease = lease_fields(job.message, now)
+        self._record.line(start_line(n, self._pid, now, lease, job_id))
+        results = job.dependencies
+        calls = sorted(int(r["n"]) for r in results.values())
+        self._record.line(json.dumps({"k": "merge", "n": n, "pid": self._pid, "deps": calls}))
+        time.sleep(MERGE_WORK)  # long enough for the runner to see the line and kill this run
+        ended = time.monotonic()
+        self._record.line(end_line(n, self._pid, ended, lease_fields(job.message, ended)))
+        return {
+            "n": n,
+            "by": self._pid,
+            "lease": lease["lease"],
+            "results": {str(r["n"]): r["lease"] for r in results.values()},
+        }
+
+
 def _run_unleased(pail: Pail, handler: _Handler) -> None:
     """Known-bad: run every pending job it sees, never claiming one."""
     done: set[str] = set()
@@ -99,6 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work-seconds", type=float, default=0.2)
     parser.add_argument("--known-bad", choices=KNOWN_BAD)
     parser.add_argument("--ready", help="a file to create once connected, just before working")
+    parser.add_argument("--flow", action="store_true", help="serve a fan-in (fan_in.py)")
     args = parser.parse_args(argv)
     record = _Record(args.record)
     rng = random.Random(os.getpid())
@@ -110,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         max_retries=args.max_retries,
     )
     work = (lambda: LONG_WORK) if long_lease else (lambda: rng.uniform(0, args.work_seconds))
-    handler = _Handler(record, work)
+    handler = (_FlowHandler if args.flow else _Handler)(record, work)
     if args.ready:
         os.close(os.open(args.ready, os.O_WRONLY | os.O_CREAT, 0o644))
     if args.known_bad == "unleased":
