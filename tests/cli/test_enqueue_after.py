@@ -58,3 +58,18 @@ def test_given_after_an_invalid_id_then_usage_error(invoke: Invoke, bucket: str)
     result = invoke("enqueue", bucket, '{"n": 2}', "--after", "../not-an-id")
 
     assert result.exit_code == 2, (result.exit_code, result.stderr)
+
+
+@pytest.mark.parametrize("body", [b"", b"{not json", b'{"payload": 1}', b"[" * 5000])
+def test_given_foreign_bytes_under_wait_when_listed_then_a_row_says_unreadable(
+    invoke: Invoke, pail: Pail, bucket: str, body: bytes
+) -> None:
+    pail.store.put(pail.keys.wait("01J0000000000000000000000A"), body)
+    pail.store.put(pail.keys.prefix("wait/") + "photos/cat.jpg", b"\xff\xd8")
+
+    result = invoke("jobs", bucket, "--state", "waiting")
+
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert any("01J0000000000000000000000A" in r and "unreadable" in r for r in rows)
+    assert any("cat.jpg" in r and "foreign" in r for r in rows)
