@@ -31,8 +31,13 @@ def test_given_a_job_when_another_is_enqueued_after_it_then_it_waits_and_runs_on
 
     assert pail.work_once(lambda payload: {"done": payload["step"]})
     pail.reap()  # an edge to a job that existed before: the reaper's pass promotes
-    seen = []
-    while pail.work_once(lambda payload: seen.append(payload) or {"merged": True}):
+    seen: list[object] = []
+
+    def merge_step(payload: object) -> dict[str, bool]:
+        seen.append(payload)
+        return {"merged": True}
+
+    while pail.work_once(merge_step):
         pass
 
     assert seen == [{"step": "merge"}]
