@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -31,7 +33,8 @@ SECTIONS = (
     "summary_partitions",
 )
 
-pytestmark = [pytest.mark.s3, pytest.mark.slow]
+# The run's own bound is its progress (``STALL_LIMIT``); this only stops a wedged test.
+pytestmark = [pytest.mark.s3, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _lists_per_claim(step: dict[str, Any]) -> float:
@@ -39,18 +42,56 @@ def _lists_per_claim(step: dict[str, Any]) -> float:
     return float(lists / step["claims"])
 
 
+STALL_LIMIT = 240.0
+"""The run fails once its log (a line per driver run, a few seconds each) says nothing this long."""
+
+
+def _run_while_progressing(command: list[str]) -> tuple[int, str, str]:
+    """Run ``command`` to its end, or kill it once its stderr has been silent ``STALL_LIMIT`` s.
+
+    Tied to progress, not to a total: a loaded machine takes longer (a quick run at load 14
+    went past the 240 s it once had), a hung run still fails.
+    """
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    err: list[str] = []
+    heard = [time.monotonic()]
+
+    def pump(stream: IO[str], into: list[str]) -> None:
+        for line in stream:
+            into.append(line)
+            heard[0] = time.monotonic()
+
+    pumps = [
+        threading.Thread(target=pump, args=(stream, into), daemon=True)
+        for stream, into in ((process.stdout, out), (process.stderr, err))
+    ]
+    for thread in pumps:
+        thread.start()
+    try:
+        while process.poll() is None:
+            if time.monotonic() - heard[0] > STALL_LIMIT:
+                process.kill()
+                process.wait()
+                pytest.fail(f"scripts/bench --quick said nothing for {STALL_LIMIT:.0f} s")
+            time.sleep(0.5)  # polling the run's liveness; the pumps read its output
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for thread in pumps:
+            thread.join(timeout=10)
+    return process.returncode, "".join(out), "".join(err)
+
+
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "bench"), "--quick", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+    returncode, stdout, stderr = _run_while_progressing(
+        [str(ROOT / "scripts" / "bench"), "--quick", "--out", str(out)]
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return out, done.stdout
+    assert returncode == 0, stderr[-4000:]
+    return out, stdout
 
 
 @pytest.fixture(scope="module")
