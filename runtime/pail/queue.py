@@ -59,7 +59,13 @@ from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.stats import Stats, count_jobs, entries
-from pail.status import JobStatus, locate, read_delayed_status, read_status
+from pail.status import (
+    JobStatus,
+    locate,
+    read_delayed_status,
+    read_status,
+    read_waiting_status,
+)
 from pail.store.base import Store
 from pail.store.client import build_client
 from pail.store.s3 import Mode, S3Store, store_for, validate_bucket_name
@@ -786,11 +792,15 @@ class Pail:
 
         A delayed job that is not due yet is ``pending``; finding it costs a
         listing of the delayed entries (only after its other keys were missed).
+        A job waiting for its dependencies is ``waiting``: found last, after
+        that listing (one GET more).
         """
         job_id = validate_job_id(job_id, stored=True)
         found = read_status(self._store, self.keys, job_id)
         if found is None:
             found = read_delayed_status(self._store, self.keys, job_id)
+        if found is None:
+            found = read_waiting_status(self._store, self.keys, job_id)
         return found
 
     def stats(self) -> Stats:
@@ -830,6 +840,7 @@ class Pail:
 
     def _the_reaper(self) -> Reaper:
         if self._reaper is None:
+            from pail.protocol.dependencies.repair import Repairer
             from pail.protocol.reaper import Reaper
             from pail.protocol.schedules import Ticker
 
@@ -840,6 +851,7 @@ class Pail:
                 self._policy,
                 stats=self.write_stats,
                 ticker=Ticker(self._store, keys, stats=self.write_stats),
+                repairer=Repairer(self._store, keys, stats=self.write_stats),
             )
         return self._reaper
 

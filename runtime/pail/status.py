@@ -124,7 +124,7 @@ def read_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
             found = _read_once(store, layout, job_id)
             if found is not None:
                 return found
-    return None
+    return None  # not a job in any of its states; waiting (``read_waiting_status``) is the last
 
 
 def find_object(store: Store, keys: Keys, job_id: str, state: str) -> ObjectInfo | None:
@@ -215,9 +215,15 @@ def _read_once(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
         )
     if done is not None:  # a dead marker whose dlq/ record is not written yet, or expired
         return JobStatus(job_id, JobState.FAILED, 0, ulid_time(job_id), done.last_modified)
-    waiting = store.get(keys.wait(job_id))
-    if waiting is not None:
-        return _waiting(job_id, waiting.body, waiting.last_modified)
+    return None
+
+
+def read_waiting_status(store: Store, keys: Keys, job_id: str) -> JobStatus | None:
+    """The status of a job waiting for its dependencies, or None (a GET per shard it may live in)."""
+    for layout in keys.layouts(job_id):
+        waiting = store.get(layout.wait(job_id))
+        if waiting is not None:
+            return _waiting(job_id, waiting.body, waiting.last_modified)
     return None
 
 

@@ -33,6 +33,7 @@ from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.store.base import StoredObject
 from tests.simulation import actors
+from tests.simulation.dependencies import graphs_for
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
 from tests.simulation.overlap import OVERLAPPED
@@ -725,6 +726,10 @@ def run_seed(
     ticking = ticking_for(seed) if model.rules is Rules.PAIL else None
     if ticking is not None:
         extras.append(ticking)
+    # -- dependencies hook: a share of the seeds' worlds have dependency graphs (``dependencies.py``).
+    graphs = graphs_for(seed) if model.rules is Rules.PAIL else None
+    if graphs is not None:
+        extras.append(graphs)
     config = SimConfig.for_seed(seed, chaos=chaos)
     if sharded:
         config = sharded_config(config)

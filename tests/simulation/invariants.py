@@ -88,6 +88,9 @@ class Kind(StrEnum):
     """An invocation whose named entries were gone sent more than their GETs (``named``)."""
     TICK = "schedule-tick"
     """A schedule's tick has two jobs, or a pass ended leaving a due tick without one (``ticking``)."""
+    DEPENDENCY = "dependency"
+    """A dependent was made pending or ran before its dependencies succeeded, or waits forever
+    though they all ended (``dependencies``)."""
 
 
 class Rules(StrEnum):

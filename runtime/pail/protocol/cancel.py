@@ -80,9 +80,7 @@ def _cancel_in(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) 
             waiting = delay.find(store, keys, job_id)
             if waiting is not None:
                 return cancel_delayed(store, keys, job_id, waiting.key, waiting.etag, stats)
-            if _cancel_waiting(store, keys, job_id, stats):
-                return True
-            continue  # between two states (a retry being written, a promotion): look again
+            continue  # between two states (a retry being written): look again
         life, then = _edges(running.body, job_id)
         outcome = _mark_terminal(store, keys, job_id, stats, life)
         if outcome != OUTCOME_CANCELLED:
@@ -92,6 +90,10 @@ def _cancel_in(store: Store, keys: Keys, job_id: str, stats: WriteStats | None) 
         _drop_lease(store, keys, job_id, running.etag)
         return True
     if _outcome(store, keys, job_id) == OUTCOME_CANCELLED:
+        return True
+    # Looked for last: a job waiting for its dependencies has none of the other objects
+    # (and a job with one of them costs nothing more to cancel).
+    if _cancel_waiting(store, keys, job_id, stats):
         return True
     raise JobNotFoundError(f"no job {job_id!r} to cancel")
 

@@ -122,6 +122,7 @@ class Reaper:
         page_size: int = DEFAULT_PAGE_SIZE,
         max_pages: int = DEFAULT_MAX_PAGES,
         ticker: Ticker | None = None,
+        repairer: Repairer | None = None,
     ) -> None:
         self._store = store
         self._ticker = ticker
@@ -131,7 +132,7 @@ class Reaper:
         self._page_size = page_size
         self._max_pages = max_pages
         self._cursor = ReapCursor(store, keys, stats=stats)
-        self._repairer: Repairer | None = Repairer(store, keys, stats=stats)
+        self._repairer = repairer
         self._seen: set[str] = set()
         """The job ids of the live leases the last pass listed (waiting jobs' dependencies)."""
         self._position: Position | None = None

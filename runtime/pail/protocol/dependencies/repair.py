@@ -8,7 +8,8 @@ looks at its outcome (a HEAD of ``done/{id}``; none while the reaper's own
 listing of ``run/`` shows it running), then tells the waiting job exactly as
 a finisher would (``release.tell``). A record is read again only when its
 ETag changed since this reaper last read it; one with no late edge left
-costs nothing after its first read. Foreign bytes under ``wait/`` are
+costs nothing after its first read, except one whose dependencies are all
+met (a promotion that stopped half-way), which is promoted again. Foreign bytes under ``wait/`` are
 logged once per ETag and left alone, never raised into the pass.
 """
 
@@ -22,7 +23,7 @@ from pail.codec import META_OUTCOME, OUTCOME_SUCCEEDED
 from pail.errors import DecodeError
 from pail.keys import WAIT, Keys
 from pail.protocol.dependencies.record import WaitingJob
-from pail.protocol.dependencies.release import tell, unpinned
+from pail.protocol.dependencies.release import promote, tell, unpinned
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
 
@@ -79,6 +80,13 @@ class Repairer:
             listed[item.key] = known
             record = known[1]
             if record is None:
+                continue
+            if record.ready:
+                # Every dependency met, yet it waits: a promotion that stopped
+                # between its entry and the record's removal. Finish it.
+                promote(self._store, self._keys.of_key(item.key, WAIT), record, known[0])
+                report.told += 1
+                report.told_ids.append(job_id)
                 continue
             for dependency in record.late:
                 if dependency in record.met or (running is not None and dependency in running):

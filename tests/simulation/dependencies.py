@@ -1,0 +1,285 @@
+"""Dependency graphs in the whole model: some of the main sweep's worlds have flows and chains.
+
+The main sweep (``harness.run_seed``) draws from each seed whether its world
+has dependency graphs (``graphs_for``: about one seed in ``1 / SHARE``; the
+family's own sweep, ``test_dependencies_sim.py``, forces them). Such a world
+gets an operator (a person: it never crashes, it retries what S3 refused)
+who, while chaos lasts, enqueues two to four graphs with ids from the run's
+own sequence, so the ledger follows every job of them:
+
+* a **fan-in** (``enqueue_flow``'s writes: the continuation's waiting
+  record, then one to four children naming it), ``on_failure`` drawn;
+* a **chain** of two or three jobs (``enqueue_chain``'s writes);
+* a **late** edge: one or two plain jobs, then, a little later, a job
+  ``after`` them (``Pail.enqueue(after=...)``'s writes: the record lists
+  them as late, their outcomes are looked at once, and the reaper's pass
+  looks at the rest);
+* foreign bytes at a ``wait/`` key that names no graph job.
+
+The workers (the shipped loop), reapers, redrivers and cancellers of the
+world act on these jobs like on any other, with their crashes, stalls,
+skewed clocks and the bucket's faults. The invariants, as
+``docs/dependencies.md`` states them (``Kind.DEPENDENCY``):
+
+* **never before its dependencies** (checked at every write the store
+  applies): a first-life pending entry or a lease of a dependent is written
+  only while every one of its dependencies has a success under ``done/``;
+* **at most once**: a dependent's outcome is written once and it never runs
+  on two live leases (the ledger's own rules hold for these jobs too);
+* **never waits forever** (checked once the run is quiet, reapers having
+  run): a dependent all of whose dependencies ended has an outcome itself,
+  and no ``wait/`` record of it is left.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pail.codec import META_OUTCOME, OUTCOME_SUCCEEDED
+from pail.errors import PailError
+from pail.keys import QUEUE, RUN, WAIT, Keys
+from pail.protocol import dependencies
+from pail.protocol.dependencies.graph import put_waiting
+from pail.protocol.dependencies.repair import Repairer
+from pail.protocol.enqueue import put_pending
+from pail.store.base import Store, StoredObject
+from tests.simulation.actors import sim_job_id
+from tests.simulation.invariants import Kind
+from tests.simulation.scheduler import Actor, Process
+
+if TYPE_CHECKING:
+    from tests.simulation.harness import World
+
+SHARE = 0.05
+"""The share of the main sweep's seeds whose world has dependency graphs."""
+FIRST_GRAPH_JOB = 2 * 10**9
+"""Graph jobs' ids start here in the run's sequence: apart from the producer's and the ticks'."""
+TRIES = 100
+REPAIRERS = 2
+
+
+@dataclass
+class Graph:
+    """One graph's dependents: each job that waits, and the jobs it waits for."""
+
+    waits: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class Graphs:
+    """The dependency graphs of one world and their invariant (an ``harness.Extra``)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.waits: dict[str, tuple[str, ...]] = {}
+        """Dependent id -> its dependencies, for every graph of the run."""
+        self._ids = iter(range(FIRST_GRAPH_JOB, 2 * FIRST_GRAPH_JOB))
+        self._writing = False
+        self.bodies: dict[str, Any] = {"repairer": self._repairer}
+        """The process kind this extra adds: the reaper's pass over ``wait/`` (``Repairer``),
+        run apart from the world's reapers so that a world without graphs is unchanged."""
+
+    # -- the harness's hooks ----------------------------------------------
+
+    def start(self, world: World) -> None:
+        operator = world.scheduler.new_process("graph-operator", "producer")  # never crashes
+        world.scheduler.spawn(operator, "graphs", lambda: self._operate(world, operator))
+        for _ in range(REPAIRERS):
+            world.start("repairer", delay=self.rng.uniform(0, world.config.reaper_period))
+
+    def quiet(self, world: World) -> bool:
+        """Not while the operator writes, nor while a dependent whose dependencies all ended
+        is yet to end (a late edge waits for a reaper's pass): the reapers run on meanwhile."""
+        return not self._writing and not any(self._due(world))
+
+    def _due(self, world: World) -> list[str]:
+        due = []
+        for dependent, after in self.waits.items():
+            if all(_outcome(world.store, world.keys, job) for job in after) and not _find(
+                world.store, world.keys, dependent, "done/"
+            ):
+                due.append(dependent)
+        return due
+
+    def check(self, world: World) -> None:
+        """Never waits forever: every dependent whose dependencies all ended has ended too."""
+        for dependent, after in self.waits.items():
+            outcomes = [_outcome(world.store, world.keys, job) for job in after]
+            if any(outcome is None for outcome in outcomes):
+                continue  # a dependency still runs (cannot be, once quiet) or was never written
+            world.counts["graph_dependents_ended"] += 1
+            if _outcome(world.store, world.keys, dependent) is None:
+                world.ledger.violate(
+                    Kind.DEPENDENCY,
+                    dependent,
+                    f"waits forever: its dependencies all ended ({outcomes}) and it did not",
+                )
+            if _find(world.store, world.keys, dependent, WAIT) is not None:
+                world.ledger.violate(
+                    Kind.DEPENDENCY, dependent, "ended, and its wait/ record is still there"
+                )
+
+    def request(self, world: World, actor: Actor | None, op: str, key: str, outcome: str) -> None:
+        pass
+
+    def mutated(
+        self,
+        world: World,
+        key: str,
+        before: StoredObject | None,
+        after: StoredObject | None,
+        actor: Actor | None,
+    ) -> None:
+        if after is None:
+            return
+        prefix = QUEUE if world.keys.entry_id(key, QUEUE) is not None else None
+        if prefix is None and world.keys.entry_id(key, RUN) is not None:
+            prefix = RUN
+        if prefix is None:
+            return
+        job_id = world.keys.job_id(key)
+        waits = self.waits.get(job_id)
+        if waits is None:
+            return
+        try:
+            body = json.loads(after.body)
+        except ValueError:
+            return
+        if not isinstance(body, dict) or body.get("redriven", 0):
+            return  # a redriven dependent runs at once, by the operator's choice
+        unmet = [
+            job for job in waits if _outcome(world.store, world.keys, job) != OUTCOME_SUCCEEDED
+        ]
+        if unmet:
+            world.ledger.violate(
+                Kind.DEPENDENCY,
+                job_id,
+                f"{key} written while its dependencies {unmet} had not succeeded",
+            )
+        elif prefix == RUN and before is None:
+            world.counts["graph_dependents_claimed"] += 1
+
+    def _repairer(self, world: World, process: Process) -> None:
+        repairer = Repairer(world.store, world.keys, stats=world.stats)  # a new process: cold
+        while True:
+            world.scheduler.sleep(world.config.reaper_period * self.rng.uniform(0.5, 1.5))
+            try:
+                report = repairer.repair()
+            except PailError as exc:
+                world.ledger.note(f"wait/ pass failed: {exc}")
+                continue
+            world.counts["graph_repair_passes"] += 1
+            world.counts["graph_repaired"] += report.told
+
+    # -- the operator ------------------------------------------------------
+
+    def _new_id(self, world: World) -> str:
+        job_id = sim_job_id(next(self._ids))
+        world.ledger.expect(job_id)
+        return job_id
+
+    def _operate(self, world: World, process: Process) -> None:
+        config = world.config
+        keys = world.keys
+        clock = world.clock(process)
+        for _ in range(self.rng.randint(2, 4)):
+            world.scheduler.sleep(self.rng.uniform(0, config.chaos_duration / 3))
+            shape = self.rng.choice(("fan-in", "chain", "late"))
+            self._writing = True
+            try:
+                if shape == "fan-in":
+                    self._fan_in(world, keys, clock)
+                elif shape == "chain":
+                    self._chain(world, keys, clock)
+                else:
+                    self._late(world, keys, clock)
+            finally:
+                self._writing = False
+            world.counts[f"graphs_{shape}"] += 1
+        self._foreign(world, keys)
+
+    def _retry(self, world: World, write: Any) -> None:
+        for _ in range(TRIES):
+            try:
+                write()
+                return
+            except PailError as exc:  # every write is create-only under a fixed id: send it again
+                world.ledger.note(f"graph operator: {exc}; trying again")
+                world.scheduler.sleep(self.rng.uniform(0.05, 0.5))
+        raise AssertionError("the graph operator could not write its graph")
+
+    def _fan_in(self, world: World, keys: Keys, clock: Any) -> None:
+        children = tuple(self._new_id(world) for _ in range(self.rng.randint(1, 4)))
+        then = self._new_id(world)
+        self.waits[then] = children
+        on_failure = self.rng.choice((dependencies.DEAD_LETTER, dependencies.CANCEL))
+        flow = dependencies.Flow(children, then)
+        payloads = [{"child": n} for n in range(len(children))]
+        self._retry(
+            world,
+            lambda: dependencies.enqueue_flow(
+                world.store,
+                keys,
+                flow,
+                payloads,
+                {"then": True},
+                now=clock.now(),
+                on_failure=on_failure,
+            ),
+        )
+
+    def _chain(self, world: World, keys: Keys, clock: Any) -> None:
+        ids = [self._new_id(world) for _ in range(self.rng.randint(2, 3))]
+        for before, job in itertools.pairwise(ids):
+            self.waits[job] = (before,)
+        payloads = [{"link": n} for n in range(len(ids))]
+        self._retry(
+            world,
+            lambda: dependencies.enqueue_chain(world.store, keys, payloads, ids, now=clock.now()),
+        )
+
+    def _late(self, world: World, keys: Keys, clock: Any) -> None:
+        firsts = tuple(self._new_id(world) for _ in range(self.rng.randint(1, 2)))
+        for job in firsts:
+            self._retry(
+                world, lambda job=job: put_pending(world.store, keys, {}, job, now=clock.now())
+            )
+        world.scheduler.sleep(self.rng.uniform(0, world.config.visibility_timeout))
+        later = self._new_id(world)
+        self.waits[later] = firsts
+        self._retry(
+            world,
+            lambda: put_waiting(
+                world.store, keys, {"late": True}, later, firsts, now=clock.now(), late=True
+            ),
+        )
+
+    def _foreign(self, world: World, keys: Keys) -> None:
+        key = keys.wait(sim_job_id(3 * FIRST_GRAPH_JOB))
+        garbage = self.rng.choice((b"NaN", b'{"payload": 1, "after": "x"}', b"\xff\xfe", b"[]"))
+        self._retry(world, lambda: world.store.put(key, garbage))
+        world.counts["graph_foreign"] += 1
+
+
+def _find(store: Store, keys: Keys, job_id: str, state: str) -> StoredObject | None:
+    for layout in dependencies.unpinned(keys).layouts(job_id):
+        found = store.peek(f"{layout.job_prefix(state, job_id)}{job_id}")  # type: ignore[attr-defined]
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return None
+
+
+def _outcome(store: Store, keys: Keys, job_id: str) -> str | None:
+    done = _find(store, keys, job_id, "done/")
+    if done is None:
+        return None
+    return done.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
+
+
+def graphs_for(seed: int, share: float | None = None) -> Graphs | None:
+    """The graphs of seed ``seed``'s world, or None (most seeds), drawn apart from the run's randomness."""
+    rng = random.Random(f"dependency-graphs-{seed}")  # a salt none of the pinned seeds draws
+    return Graphs(rng) if rng.random() < (SHARE if share is None else share) else None
