@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pail import DecodeError, JobState, Pail
+from pail import DecodeError, JobNotFoundError, JobState, Pail
 from tests.reliability.conftest import Foreign
 from tests.support.command import Invoke
 from tests.support.hostile import (
@@ -258,3 +258,38 @@ def test_given_a_pailq_nan_entry_when_cancelled_then_it_is_cancelled_without_an_
     status = pail.status(job_id)
     assert status is not None and status.state is JobState.CANCELLED
     assert pail.work_once(lambda p: p) is False
+
+
+def test_given_hostile_waiting_records_when_dependencies_end_and_the_reaper_runs_then_all_answer(
+    connect: Callable[..., Pail], foreign: Foreign
+) -> None:
+    """Foreign bytes under ``wait/`` (docs/dependencies.md): logged and left alone, never raised."""
+    pail = connect(max_retries=0)
+    garbage = [hostile_id(i) for i in range(20, 20 + len(QUEUE_BODIES[:6]) + 2)]
+    bodies = [b"NaN", b'{"payload": 1, "after": "x"}', *(h.body for h in QUEUE_BODIES[:6])]
+    for job_id, body in zip(garbage, bodies, strict=True):
+        foreign(pail.keys.wait(job_id), body)
+    foreign(pail.keys.prefix("wait/"), b"")  # a console folder
+    # Real jobs that name the garbage as their dependents: ending them tells it.
+    told = pail.enqueue_many([{"n": n} for n in range(2)], then=garbage[:2])
+    pail.enqueue({"n": 3}, after=[told[0]])  # and a late edge the reaper's pass looks at
+
+    while pail.work_once(lambda payload: payload):
+        pass
+    pail.flush()
+    report = pail.reap()
+    statuses = [pail.status(job_id) for job_id in garbage]
+    stats = pail.stats()
+
+    assert report.dependencies is not None and report.dependencies.foreign == len(garbage)
+    assert all(s is not None and s.state is JobState.WAITING and s.error for s in statuses)
+    assert (stats.done, stats.pending, stats.waiting) == (
+        2,
+        1,
+        len(garbage),
+    )  # the late one promoted
+    assert pail.work_once(lambda payload: payload)
+    # Foreign bytes are no job to cancel: a clear error, and they stay as found.
+    with pytest.raises(JobNotFoundError):
+        pail.cancel(garbage[0])
+    assert pail.store.get(pail.keys.wait(garbage[0])) is not None

@@ -1,0 +1,146 @@
+"""Dependencies on the in-memory store: a fan-out that fails half-way, and the records' codec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pail import JobState, MemoryStore, Pail, current_job
+from pail.codec import Envelope, LeaseRecord
+from pail.errors import DecodeError
+from pail.protocol.dependencies import WaitingJob
+from tests.support.hooked_store import HookedStore
+
+
+def _planner(ran: list[Any]) -> Any:
+    def handler(payload: Any) -> Any:
+        ran.append(payload)
+        job = current_job()
+        assert job is not None
+        if payload.get("plan"):
+            flow = job.fan_out([{"n": n} for n in range(3)], then={"merge": True})
+            return {"n": 100, "then": flow.then}
+        if payload.get("merge"):
+            return sorted(result["n"] for result in job.dependencies.values())
+        return {"n": payload["n"]}
+
+    return handler
+
+
+def test_given_a_fan_out_that_fails_between_its_writes_when_retried_then_the_flow_runs_once() -> (
+    None
+):
+    hooked = HookedStore(MemoryStore("jobs"))
+    pail = Pail(hooked, max_retries=2)
+    plan = pail.enqueue({"plan": True})
+
+    def fail() -> None:
+        raise RuntimeError("the worker's connection broke between two writes")
+
+    # The continuation's record and the first child are written; the second child's PUT fails.
+    hooked.before("put", pail.keys.queue(f"{plan}.0.1"), fail)
+    ran: list[Any] = []
+    while pail.work_once(_planner(ran)):
+        pass
+    pail.flush()
+
+    then = f"{plan}.0.then"
+    assert ran.count({"plan": True}) == 2  # the failed attempt, then its retry
+    assert ran.count({"merge": True}) == 1
+    assert pail.result(then) == [0, 1, 2, 100]  # the children's results and the parent's
+    status = pail.status(then)
+    assert status is not None and status.state is JobState.DONE
+    assert pail.stats().waiting == 0
+
+
+def test_given_a_fan_out_parent_that_dies_then_its_continuation_is_dead_lettered() -> None:
+    hooked = HookedStore(MemoryStore("jobs"))
+    pail = Pail(hooked, max_retries=0)
+    plan = pail.enqueue({"plan": True})
+
+    def fail() -> None:
+        raise RuntimeError("no retries left")
+
+    hooked.before("put", pail.keys.queue(f"{plan}.0.2"), fail)
+    while pail.work_once(_planner([])):
+        pass
+
+    status = pail.status(f"{plan}.0.then")
+    assert status is not None and status.state is JobState.FAILED
+    assert status.error is not None and plan in status.error.message
+
+
+@pytest.mark.parametrize(
+    "edges",
+    [{"then": "x"}, {"then": [1]}, {"after": ["a/b"]}, {"then": [""]}, {"after": ["x"] * 1001}],
+)
+def test_given_foreign_edges_in_an_entry_or_a_lease_then_they_are_a_decode_error(
+    edges: dict[str, Any],
+) -> None:
+    import json
+
+    entry = json.dumps({"payload": 1, "attempts": 0, **edges}).encode()
+    lease = json.dumps({"payload": 1, "attempts": 1, "lease": "t", **edges}).encode()
+
+    with pytest.raises(DecodeError):
+        Envelope.decode(entry)
+    with pytest.raises(DecodeError):
+        LeaseRecord.decode(lease, "J")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"NaN",
+        b"[]",
+        b'{"payload": 1}',
+        b'{"payload": 1, "after": []}',
+        b'{"payload": 1, "after": ["a"], "on_failure": "explode"}',
+        b'{"payload": 1, "after": ["a"], "id": "other"}',
+        b'{"payload": 1, "after": ["a"], "met": "a"}',
+    ],
+)
+def test_given_foreign_bytes_in_a_waiting_record_then_they_are_a_decode_error(body: bytes) -> None:
+    with pytest.raises(DecodeError):
+        WaitingJob.decode(body, "J")
+
+
+def test_given_a_waiting_record_then_it_round_trips_and_is_ready_once_all_are_met() -> None:
+    record = WaitingJob("J", {"x": 1}, ("a", "b"), then=("c",), late=("b",))
+
+    again = WaitingJob.decode(record.encode(), "J")
+
+    assert again == record
+    assert not again.ready and again.meeting("a").meeting("b").ready
+
+
+def test_given_a_sharded_namespaced_queue_then_flows_chains_and_late_edges_run_in_order() -> None:
+    store = MemoryStore("jobs")
+    pail = Pail(store, queue="reports", shards=4)
+    other = Pail(store)  # the default queue of the same bucket sees none of it
+    flow = pail.enqueue_flow([{"n": n} for n in range(5)], then={"merge": True})
+    chain = pail.enqueue_chain([{"n": 10}, {"n": 11}])
+    first = pail.enqueue({"n": 20})
+    late = pail.enqueue({"merge": True}, after=[first, chain[-1]])
+    ran: list[Any] = []
+
+    while pail.work_once(_planner(ran)):
+        pail.flush()
+        pail.reap()  # the late edge's look (the deployed reaper runs every minute)
+
+    assert pail.result(flow.then) == [0, 1, 2, 3, 4]
+    assert pail.result(late) == [11, 20]
+    assert ran.index({"n": 10}) < ran.index({"n": 11}) < ran.index({"merge": True}, 6)
+    assert other.stats() == (0, 0, 0, 0, None) and other.stats().waiting == 0
+    assert pail.stats().waiting == 0 and pail.stats().done == 10
+    assert {store_key.split("/")[1] for store_key in _keys(store)} <= {
+        "queue",
+        "run",
+        "done",
+        "_pail",
+    }
+
+
+def _keys(store: MemoryStore) -> list[str]:
+    return [item.key for item in store.list("reports/").items]
