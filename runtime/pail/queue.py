@@ -768,7 +768,9 @@ class Pail:
         JSON shapes). Keys: ``pending``, ``running``, ``done``, ``failed``,
         and ``delayed`` while the job waits for its due time (a delayed or
         high-priority job not promoted yet): finding that entry costs one
-        LIST of the delayed entries; everything else is presigned locally.
+        LIST of the delayed entries; ``waiting`` while it waits for its
+        dependencies (one GET more, for a job that is not delayed);
+        everything else is presigned locally.
         ``expires_in`` is 1 to 604800 seconds (7 days, S3's limit). In a
         sharded queue that grew, a job of an earlier shard count is found
         first (a few HEADs, ``pail.status.locate``).
@@ -785,6 +787,10 @@ class Pail:
         waiting = find_delayed(self._store, self.keys, job_id)
         if waiting is not None:
             keys["delayed"] = waiting.key
+        else:
+            parked = dependencies.find(self._store, self.keys, job_id)
+            if parked is not None:
+                keys["waiting"] = parked[1].key
         return {state: self._store.presign_get(key, expires_in) for state, key in keys.items()}
 
     def status(self, job_id: str) -> JobStatus | None:

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 LOOPBACK = "127.0.0.1"
 STATES: tuple[str, ...] = ("pending", "running", "done", "failed")
 """The keys of ``Pail.status_urls``, in the order the page reads them."""
-OPTIONAL_STATES: tuple[str, ...] = ("delayed",)
-"""Keys ``Pail.status_urls`` adds when they apply: a delayed job's entry while it waits."""
+OPTIONAL_STATES: tuple[str, ...] = ("delayed", "waiting")
+"""Keys ``Pail.status_urls`` adds when they apply: a delayed job's entry while it waits, and a
+job's waiting record while it waits for its dependencies."""
 EXPOSED_HEADERS: tuple[str, ...] = ("ETag", OUTCOME_HEADER)
 """Response headers the page reads across origins: the outcome tells cancelled from dead."""
 

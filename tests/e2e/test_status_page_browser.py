@@ -196,6 +196,24 @@ def test_given_a_job_waiting_in_a_delayed_entry_when_the_page_polls_then_it_show
         expect_contains(page, "#result", '"done": "urgent"')
 
 
+def test_given_a_job_waiting_for_its_dependencies_when_they_succeed_then_the_page_follows_it(
+    connect: Callable[..., Pail], open_job: OpenJob, page: Page, tmp_path: Path
+) -> None:
+    pail = connect()
+    flow = pail.enqueue_flow([{"report": "eu"}, {"report": "us"}], then={"report": "merge"})
+    open_job(pail, flow.then)
+
+    expect_text(page, "#state", "pending")
+    expect_contains(page, "#headline", "Waiting for its dependencies: 0 of 2 succeeded.")
+    assert pail.work_once(lambda p: {"done": p["report"]})
+    expect_contains(page, "#headline", "Waiting for its dependencies: 1 of 2 succeeded.")
+    screenshot(page, tmp_path / "waiting.png")
+    while pail.work_once(lambda p: {"done": p["report"]}):
+        pass
+    expect_text(page, "#state", "done")
+    expect_contains(page, "#result", '"done": "merge"')
+
+
 def _refused(url: str) -> int | None:
     """The HTTP status if the server refuses ``url``, else None."""
     try:
