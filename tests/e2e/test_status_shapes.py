@@ -85,6 +85,23 @@ def test_given_a_failed_attempt_with_retries_left_then_pending_carries_the_last_
     assert pending["last_error"]["attempt"] == 1
 
 
+def test_given_a_waiting_job_then_waiting_answers_with_its_record(pail: Pail) -> None:
+    flow = pail.enqueue_flow([{"n": 1}, {"n": 2}], then={"merge": True})
+    assert pail.work_once(lambda payload: {"ok": True})
+
+    seen = read(pail.status_urls(flow.then))
+
+    assert {state: answer for state, answer in seen.items() if state != "waiting"} == {
+        "pending": 404,
+        "running": 404,
+        "done": 404,
+        "failed": 404,
+    }
+    record = seen["waiting"]
+    assert record["payload"] == {"merge": True}
+    assert sorted(record["after"]) == sorted(flow.children) and len(record["met"]) == 1
+
+
 def test_given_a_done_job_then_done_answers_with_the_result_itself(pail: Pail) -> None:
     first = pail.enqueue({"n": 1})
     assert pail.work_once(lambda payload: {"rows": 3})
