@@ -56,6 +56,10 @@ LAYOUT = "shards"
 INDEX = f"{SYSTEM}index/"
 """The search index of tagged jobs (``pail.protocol.index``): one empty object per tag of a job."""
 SCHEDULES = "schedules/"
+LIMITS = "limits"
+"""Under ``_pail/``: the queue's concurrency limits, one object (``pail.protocol.limits``)."""
+SLOTS = "slots/"
+"""Under ``_pail/``: one object per held concurrency slot (``pail.protocol.limits.slots``)."""
 """Under ``_pail/``: one definition per schedule, named by it (``pail.protocol.schedules``)."""
 RATE = f"{SYSTEM}rate/"
 """Rate limits' start tokens (``pail.protocol.limits.rate``): one create-only object per start,
@@ -312,6 +316,22 @@ class Keys:
         ('reports/_pail/schedules/', '_pail/schedules/')
         """
         return f"{self.root}{SYSTEM}{SCHEDULES}"
+
+    def limits(self) -> str:
+        """The object that holds the queue's concurrency limits (``pail.protocol.limits``).
+
+        >>> Keys("reports").limits(), Keys().limits()
+        ('reports/_pail/limits', '_pail/limits')
+        """
+        return f"{self.root}{SYSTEM}{LIMITS}"
+
+    def slots(self) -> str:
+        """The prefix of the queue's held concurrency slots (``pail.protocol.limits.slots``).
+
+        >>> Keys("reports").slots()
+        'reports/_pail/slots/'
+        """
+        return f"{self.root}{SYSTEM}{SLOTS}"
 
     def schedule(self, name: str) -> str:
         """The definition object of schedule ``name`` (validated by ``pail.protocol.schedules``)."""

@@ -47,6 +47,7 @@ from pail.ids import new_job_id, validate_job_id
 from pail.keys import DLQ, Keys
 from pail.message import Message
 from pail.protocol import cancel, dedup, dependencies, layout, redrive
+from pail.protocol import limits as limiting
 from pail.protocol import pause as pause_marker
 from pail.protocol.claim import Claimer, Named
 from pail.protocol.delay import Priority, due_for, due_time
@@ -320,8 +321,9 @@ class Pail:
         after: Sequence[str] | None = None,
         then: Sequence[str] | None = None,
         on_failure: str = dependencies.DEAD_LETTER,
+        group: str | None = None,
     ) -> str:
-        """Add a job; return its id (a 26-character ULID).
+        """Add a job; return its id (a 26-character ULID; ``{ULID}~{group}`` with a ``group``).
 
         The payload must be strict JSON (no NaN or Infinity) nested at most
         100 levels; if it is not, ``PayloadError`` says where and nothing is
@@ -344,6 +346,9 @@ class Pail:
         ``"dead-letter"`` (its error names the dependency), ``"cancel"``, or
         ``"wait"`` (for a redrive of the dependency). A cancelled dependency
         cancels it. ``after`` goes with no ``key``, ``delay`` or ``priority``.
+
+        A ``group`` (``"tenant-42"``) puts the job under its group's concurrency
+        limit and in the fair sharing across groups (``set_limit``, docs/limits.md).
         """
         checked = validate_tags(tags)
         now = self._clock.now()
@@ -355,7 +360,7 @@ class Pail:
                 self._store,
                 self._write_keys(),
                 payload,
-                new_job_id(),
+                new_job_id() if group is None else limiting.grouped_id(new_job_id(), group),
                 _ids(after),
                 now=now,
                 then=_ids(then),
@@ -367,13 +372,14 @@ class Pail:
         if then and (key is not None or due is not None):
             raise ConfigurationError("then= goes with no key, delay, not_before or priority")
         if key is not None:
-            return self.enqueue_once(payload, key=key, due=due, tags=checked).id
+            return self.enqueue_once(payload, key=key, due=due, tags=checked, group=group).id
+        job_id = new_job_id() if group is None else limiting.grouped_id(new_job_id(), group)
         with tracing.sending(self._destination()) as trace:
             job_id = put_pending(
                 self._store,
                 self._write_keys(),
                 payload,
-                new_job_id(),
+                job_id,
                 now=now,
                 due=due,
                 stats=self.write_stats,
@@ -447,13 +453,14 @@ class Pail:
         priority: str = Priority.NORMAL,
         due: datetime | None = None,
         tags: Mapping[str, str] | None = None,
+        group: str | None = None,
     ) -> dedup.EnqueueResult:
         """Enqueue ``payload`` unless a job with dedup ``key`` exists.
 
         Returns ``EnqueueResult(id, created)``: ``created`` is False when the
         key was already used, and ``id`` is then the existing job's. A key is
         remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
-        ``delay``, ``not_before``, ``priority`` and ``tags`` work as in ``enqueue``.
+        ``delay``, ``not_before``, ``priority``, ``tags`` and ``group`` work as in ``enqueue``.
         """
         checked = validate_tags(tags)
         now = self._clock.now()
@@ -470,6 +477,7 @@ class Pail:
                 stats=self.write_stats,
                 tags=checked,
                 trace=trace,
+                group=group,
             )
             if trace is not None:
                 tracing.sent(made.id)
@@ -488,6 +496,7 @@ class Pail:
         max_workers: int = DEFAULT_MAX_WORKERS,
         tags: Mapping[str, str] | Sequence[Mapping[str, str] | None] | None = None,
         then: Sequence[str] | None = None,
+        group: str | None = None,
     ) -> list[str]:
         """Enqueue every payload, ``max_workers`` PUTs at a time; return the ids in order.
 
@@ -499,10 +508,14 @@ class Pail:
         enqueued, so a payload is never enqueued twice. ``tags`` is one mapping
         for every item, or a sequence of them (None for an untagged item), one per payload.
         ``then`` names the jobs that wait for every one of these (``enqueue(after=...)``).
+        ``group`` puts every new id in that group; re-sent ``ids=`` already name theirs.
         """
         labels = _batch_tags(tags, len(payloads))
         if ids is None:
-            chosen = [new_job_id() for _ in payloads]
+            chosen = [
+                new_job_id() if group is None else limiting.grouped_id(new_job_id(), group)
+                for _ in payloads
+            ]
         else:
             chosen = [validate_job_id(job_id) for job_id in ids]
             if len(set(chosen)) != len(chosen):
@@ -841,8 +854,14 @@ class Pail:
         return self._the_reaper().reap()
 
     def _reclaim_leases(self) -> ReapReport:
-        # The workers' pass (and reclaim()) is 0.1.1's: the leases only, no schedule ticks.
-        return self._the_reaper().reclaim_leases()
+        # The workers' pass (and reclaim()) is 0.1.1's: the leases only, no schedule ticks;
+        # and the slots, once this worker's claims met a concurrency limit.
+        reaper = self._the_reaper()
+        report = reaper.reclaim_leases()
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        if claimer is not None and claimer.gate.concurrent:
+            report.slots = reaper.recover_slots()
+        return report
 
     def _the_reaper(self) -> Reaper:
         if self._reaper is None:
@@ -1037,6 +1056,37 @@ class Pail:
         from pail.operate import purge as purge_ops
 
         return purge_ops.purge(self._store, self.keys, limit=limit, stats=self.write_stats)
+
+    # -- limits (pail.protocol.limits, docs/limits.md) -----------------------
+
+    def set_limit(self, concurrency: int | None, *, group: str | None = None) -> limiting.Limits:
+        """Let at most ``concurrency`` jobs run at once (None removes the limit); the limits now.
+
+        ``group=None``: the whole queue, across every worker and entry point;
+        ``group="*"``: each group without a limit of its own; ``group="tenant-42"``:
+        that group's own. Workers learn it within ``limits.gate.REFRESH`` seconds.
+
+        >>> from pail.store.memory import MemoryStore
+        >>> Pail(MemoryStore()).set_limit(5).concurrency
+        5
+        """
+        return limiting.set_limit(
+            self._store, self._keys, concurrency, group=group, stats=self.write_stats
+        )
+
+    def limits(self) -> limiting.Limits:
+        """The queue's concurrency limits (one GET); ``Limits()`` (all None) when it has none."""
+        return limiting.read(self._store, self._keys)
+
+    def clear_limits(self) -> bool:
+        """Remove every concurrency limit of the queue; False if it had none."""
+        return limiting.clear(self._store, self._keys)
+
+    @property
+    def claims_limited(self) -> bool:
+        """True when this thread's last claim found the queue at its concurrency limit (no request)."""
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        return claimer is not None and claimer.limited
 
     def pause(self, reason: str | None = None) -> bool:
         """Pause the queue: workers claim no job until ``resume()``; False if it was paused already.

@@ -133,6 +133,9 @@ from pail.ids import new_token
 from pail.keys import FLAT, QUEUE, Keys
 from pail.protocol import cancel, delay, redrive, transitions
 from pail.protocol.lease import Lease
+from pail.protocol.limits.gate import Gate, Refusal
+from pail.protocol.limits.groups import fair_order, group_of
+from pail.protocol.limits.slots import Held
 from pail.protocol.overlap import SEQUENTIAL, Ahead, Overlap
 from pail.protocol.pause import PauseCheck
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -158,6 +161,8 @@ UNORDERED_CLAIMS_PER_PAGE = 100
 """Candidates one page serves in a store that lists in no order, before the next page is read."""
 
 MAX_FOREIGN_PAGES = 10
+MAX_PASSED_PAGES = 10
+"""Pages of entries whose groups are at their limits one claim reads past (by LIST, no GET)."""
 """Pages of keys that name no job one refill reads past before it calls the queue empty."""
 MAX_QUARANTINES_PER_CLAIM = 10_000
 """Foreign entries one claim may dead-letter on its way: each is gone after, so it ends."""
@@ -173,6 +178,10 @@ MISS: Skip = "miss"
 """The candidate was not ours: another worker took it, or it was not a job to run."""
 CLEARED: Skip = "cleared"
 """The candidate was foreign bytes, now quarantined: progress, not contention."""
+PASSED: Literal["passed"] = "passed"
+"""The candidate's group is at its concurrency limit: passed by (``pail.protocol.limits``)."""
+LIMITED: Literal["limited"] = "limited"
+"""The queue is at its concurrency limit: the claim ends with no lease (``Claimer.limited``)."""
 
 
 class Named(StrEnum):
@@ -188,6 +197,8 @@ class Named(StrEnum):
     """The entry held foreign bytes, now quarantined (dead-lettered raw)."""
     PAUSED = "paused"
     """The queue is paused: nothing was claimed."""
+    LIMITED = "limited"
+    """The queue or the entry's group is at its concurrency limit: nothing was claimed."""
     WAITING = "waiting"
     """A delayed entry not due by this worker's clock: no request."""
     DUE = "due"
@@ -245,6 +256,13 @@ class Claimer:
         self._pause_check = PauseCheck(store, keys)
         self.paused = False
         """True when this claimer's last refill (or named claim) found the queue paused."""
+        self.gate = Gate(store, keys, clock=clock, rng=self._rng, stats=stats)
+        """The queue's concurrency limits as this claimer knows them (``pail.protocol.limits``)."""
+        self.limited = False
+        """True when the last claim found the queue at its concurrency limit (no job claimed)."""
+        self._passed_token: str | None = None
+        """Where the next refill lists from: the page after one whose groups were all at their limits."""
+        self._next_token: str | None = None
         self.named: Named | None = None
         """What the last ``claim_key`` found."""
 
@@ -292,6 +310,9 @@ class Claimer:
         self.paused = self._pause_check()
         if self.paused:
             return self._found(Named.PAUSED)
+        self.gate.refresh()
+        if self.gate.concurrent and (self.gate.queue_full() or self.gate.passes_by(job_id)):
+            return self._found(Named.LIMITED)
         # The steps write in the candidate's shard, which they read from _page_keys.
         page_keys, self._page_keys = self._page_keys, source
         try:
@@ -301,6 +322,8 @@ class Claimer:
         if isinstance(outcome, Lease):
             self.named = Named.CLAIMED
             return outcome
+        if outcome in (PASSED, LIMITED):
+            return self._found(Named.LIMITED)
         return self._found(Named.CLEARED if outcome == CLEARED else Named.TAKEN)
 
     def _found(self, found: Named) -> Lease | None:
@@ -309,7 +332,13 @@ class Claimer:
         return None
 
     def _claim(self, idle: bool) -> Lease | None:
-        lists = misses = cleared = 0
+        lists = misses = cleared = passed_pages = 0
+        self.limited = False
+        if self.gate.concurrent and self.gate.queue_full():
+            self.limited = True  # known full a moment ago: no request (``gate.FULL_FOR``)
+            return None
+        tried = False
+        """Whether a candidate of the current page was tried (not passed by for its group)."""
         # A claim looks at every source before it says the queue is empty,
         # except a poll after an empty one: an idle worker lists one source
         # per poll, so its cost per poll stays one LIST, however many shards.
@@ -328,8 +357,17 @@ class Claimer:
             if not self._store.ordered_listing and self._walked >= UNORDERED_CLAIMS_PER_PAGE:
                 self.forget()  # read the next page: see "Unordered listings" above
             if self._cursor >= len(self._cache):
+                if self._cache and not tried and self._next_token is not None:
+                    # Every entry of the page was of a group at its limit: read on
+                    # (by LIST: the ids name the groups), a bounded number of pages.
+                    if passed_pages >= MAX_PASSED_PAGES:
+                        return None
+                    passed_pages += 1
+                    self._passed_token = self._next_token
+                    lists -= 1
                 if lists >= budget:
                     return None
+                tried = False
                 if priority:
                     self._refill_with_priority()
                     priority = False
@@ -346,6 +384,13 @@ class Claimer:
             self._cursor += 1
             self._walked += 1
             outcome = self._try(key)
+            if outcome == PASSED:
+                continue
+            if outcome == LIMITED:
+                self._cursor -= 1  # not tried: the next claim starts here again
+                self.limited = True
+                return None
+            tried = True
             if isinstance(outcome, Lease):
                 self._clean, self._misses = self._clean + 1, 0
                 if self._clean >= CLEAN_CLAIMS_BEFORE_NARROWING:
@@ -425,6 +470,11 @@ class Claimer:
         self._page_keys = self._sources[self._source]
         self._walked = 0
         start = None if self._store.ordered_listing else self._tokens.get(self._source)
+        passed, self._passed_token = self._passed_token, None
+        if passed is not None:
+            start = passed
+            self._source = (self._source - 1) % len(self._sources)  # the same source, read on
+            self._page_keys = self._sources[self._source]
         try:
             token = self._list_into_cache(start)
         except StorageError:
@@ -441,8 +491,11 @@ class Claimer:
             token = self._list_into_cache(token)
         if not self._store.ordered_listing:
             self._tokens[self._source] = token  # None: the next refill starts from the top
+        self._next_token = token
         # A paused queue claims nothing: one HEAD per refill that found candidates.
         self.paused = bool(self._cache) and self._checked_pause()
+        if self._cache and not self.paused:
+            self.gate.refresh()  # at most one GET per ``gate.REFRESH`` seconds
         if self.paused:
             self._cache = []
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
@@ -459,7 +512,12 @@ class Claimer:
             self._store, source, page, page_size=self._page_size, stats=self._stats
         )
         self.lists += extra_lists
-        self._cache = [key for key in keys if source.entry_id(key, QUEUE) is not None]
+        named = {key: source.entry_id(key, QUEUE) for key in keys}
+        self._cache = [key for key in keys if named[key] is not None]
+        groups = {key: group_of(job_id) for key, job_id in named.items() if job_id is not None}
+        if any(group is not None for group in groups.values()):
+            # Fair sharing: the page's groups take turns (``limits.groups.fair_order``).
+            self._cache = fair_order(self._cache, groups)
         return page.next_token
 
     def _list(self, source: Keys, continuation: str | None) -> ListPage:
@@ -498,16 +556,18 @@ class Claimer:
                     pass  # read it again below: a real failure shows there too
         return self._store.get(key)
 
-    def _try(self, key: str) -> Lease | Skip:
+    def _try(self, key: str) -> Lease | Skip | Literal["passed", "limited"]:
         if self._keys.sharded:
             # The candidate's own shard: a promoted high-priority job's is the flat layout.
             self._page_keys = self._keys.of_key(key, QUEUE)
+        if self.gate.concurrent and self.gate.passes_by(self._page_keys.job_id(key)):
+            return PASSED
         pending = self._read(key)
         if pending is None:
             return MISS
         return self._take(key, pending)
 
-    def _take(self, key: str, pending: StoredObject) -> Lease | Skip:
+    def _take(self, key: str, pending: StoredObject) -> Lease | Skip | Literal["passed", "limited"]:
         """Steps 2 to 5 for the entry ``pending`` read at ``key``, in ``_page_keys``' shard."""
         job_id = self._page_keys.job_id(key)
         try:
@@ -551,6 +611,34 @@ class Claimer:
             body = record.encode()
         except PayloadError as exc:  # cannot happen after check_carried; never raise into a loop
             return self._quarantine(job_id, pending, exc)
+        held: list[Held] = []
+        if self.gate.concurrent:
+            # The slots first, naming the lease about to be written (``limits.slots``).
+            admitted = self.gate.admit(job_id, record.lease, self._page_keys.run(job_id))
+            if isinstance(admitted, Refusal):
+                return LIMITED if admitted.group is None else PASSED
+            held = admitted
+        try:
+            lease = self._lease(key, pending, envelope, job_id, record, body, held)
+        except BaseException:
+            self.gate.give_back(held)
+            raise
+        if lease is None:
+            self.gate.give_back(held)
+            return MISS
+        return lease
+
+    def _lease(
+        self,
+        key: str,
+        pending: StoredObject,
+        envelope: Envelope,
+        job_id: str,
+        record: LeaseRecord,
+        body: bytes,
+        held: list[Held],
+    ) -> Lease | None:
+        """Steps 2 to 5 once the slots (if any) are held; None if the job is not ours."""
         sent_at = self._clock.monotonic()
         won = put_conditional(
             self._store,
@@ -562,7 +650,16 @@ class Claimer:
             reason="claim",
         )
         if won is None:
-            return MISS
+            return None
+        if held:
+            proved = self.gate.prove(
+                held, answered=self._clock.monotonic(), visibility_timeout=self._timeout
+            )
+            if proved is None:  # a recovery pass freed a slot while we stalled before the lease
+                delete_if_unchanged(self._store, self._page_keys.run(job_id), won.etag)
+                held.clear()
+                return None
+            held[:] = proved
         lease = Lease(
             self._store,
             self._page_keys,
@@ -580,9 +677,11 @@ class Claimer:
         )
         if not taken.get() or self._ended(envelope, job_id, done.get()):
             delete_if_unchanged(self._store, lease.key, lease.etag)
-            return MISS
+            return None
         if not self._proven(lease):
-            return MISS  # taken over while we stalled: the lease is someone else's now
+            return None  # taken over while we stalled: the lease is someone else's now
+        lease.hold_slots(tuple(held))
+        lease.slot_returned = self.gate.remember
         return lease
 
     def _take_pending(self, key: str, etag: str) -> bool:

@@ -36,6 +36,7 @@ from pail.errors import ConfigurationError, DecodeError, PayloadError
 from pail.ids import new_job_id, new_token, validate_job_id
 from pail.keys import Keys
 from pail.protocol import delay, index
+from pail.protocol.limits.groups import grouped_id
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import Store
 from pail.tags import Tags
@@ -85,15 +86,17 @@ def enqueue_keyed(
     stats: WriteStats | None = None,
     tags: Tags | None = None,
     trace: dict[str, str] | None = None,
+    group: str | None = None,
 ) -> EnqueueResult:
     """Enqueue ``payload`` unless a job with ``key`` exists; see the module docstring.
 
     ``now`` is the producer's wall clock (the job's ``enqueued_at``). With
-    ``due``, the entry is a delayed one (``pail.protocol.delay``).
+    ``due``, the entry is a delayed one (``pail.protocol.delay``); with
+    ``group``, the new job's id names it (``pail.protocol.limits.groups``).
     """
     record_key = keys.dedup(digest(key))
     jsonsafe.check_value(payload, "payload")
-    job_id = new_job_id()
+    job_id = new_job_id() if group is None else grouped_id(new_job_id(), group)
     envelope = Envelope(
         payload=payload, enqueued_at=now.isoformat(), tags=tags or {}, trace=trace or {}
     )

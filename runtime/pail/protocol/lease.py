@@ -13,12 +13,14 @@ job, it checks that estimate and, if too little time is left, renews first.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pail.clock import Clock
 from pail.codec import LeaseRecord
 from pail.errors import LeaseLostError
 from pail.keys import Keys
+from pail.protocol.limits.slots import Held
 from pail.protocol.writes import WriteStats, put_conditional
 from pail.store.base import Store
 
@@ -50,6 +52,9 @@ class Lease:
         self._lost = False
         self._pending_progress: Any = None
         self._has_progress = False
+        self._slots: tuple[Held, ...] = ()
+        self.slot_returned: Callable[[Held], None] | None = None
+        """Told of each slot given back (the claimer's gate: its index is tried first next time)."""
 
     @property
     def job_id(self) -> str:
@@ -118,6 +123,23 @@ class Lease:
         """Renew unless at least ``margin`` seconds of the lease surely remain."""
         if self.remaining() < margin:
             self.renew()
+
+    @property
+    def slots(self) -> tuple[Held, ...]:
+        """The concurrency slots this job holds (``pail.protocol.limits``); none without limits."""
+        with self._lock:
+            return self._slots
+
+    def hold_slots(self, held: tuple[Held, ...]) -> None:
+        """Record the slots the claim took for this job: its settle gives them back."""
+        with self._lock:
+            self._slots = held
+
+    def take_slots(self) -> tuple[Held, ...]:
+        """The held slots, now no longer this lease's to give back (each is given back once)."""
+        with self._lock:
+            held, self._slots = self._slots, ()
+            return held
 
     def mark_lost(self) -> None:
         with self._lock:

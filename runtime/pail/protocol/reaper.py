@@ -55,6 +55,7 @@ from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import dependencies, redrive, transitions
 from pail.protocol.dependencies.repair import Repairer, RepairReport
+from pail.protocol.limits.slots import RecoveryReport, recover
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.schedules.runner import Ticker, TickReport
 from pail.protocol.settle import Policy
@@ -107,6 +108,8 @@ class ReapReport:
     """What the pass's run of the schedules did (``pail.protocol.schedules``); None if it had none."""
     dependencies: RepairReport | None = None
     """What the pass's look at waiting jobs did (``pail.protocol.dependencies.repair``)."""
+    slots: RecoveryReport | None = None
+    """What the pass's recovery of concurrency slots did (``pail.protocol.limits``); None if none ran."""
 
 
 class Reaper:
@@ -145,6 +148,7 @@ class Reaper:
         logged, never raised: the schedules never stop a reaper's pass.
         """
         report = self.reclaim_leases()
+        report.slots = self.recover_slots()
         report.schedules = self.run_schedules()
         report.dependencies = self.run_dependencies(report)
         return report
@@ -166,6 +170,23 @@ class Reaper:
             return None
         except PailError as exc:
             log.warning("reaper: the waiting jobs could not be looked at this pass: %s", exc)
+            return None
+
+    def recover_slots(self) -> RecoveryReport | None:
+        """Free the concurrency slots whose lease is gone (``limits.slots.recover``); never raises.
+
+        After the leases: a lease this pass fenced frees its slot in the same
+        pass. One LIST of ``_pail/slots/`` for a queue without limits.
+        """
+        try:
+            return recover(
+                self._store,
+                self._keys,
+                visibility_timeout=self._policy.visibility_timeout,
+                stats=self._stats,
+            )
+        except PailError as exc:
+            log.warning("slot recovery failed, next pass retries: %s", exc)
             return None
 
     def run_schedules(self) -> TickReport | None:

@@ -27,7 +27,7 @@ from pail.codec import (
 )
 from pail.errors import LeaseLostError
 from pail.keys import Keys
-from pail.protocol import dependencies, outcome, transitions
+from pail.protocol import dependencies, limits, outcome, transitions
 from pail.protocol.lease import Lease
 from pail.protocol.overlap import SEQUENTIAL, Overlap
 from pail.protocol.retry import RetryPolicy
@@ -79,6 +79,23 @@ def complete(
     first read while the result is written.
     """
     body = encode_result(result)
+    try:
+        return _complete(store, keys, lease, body, policy, stats, overlap, read_ahead)
+    finally:
+        # The handler is over: its slots go back, in the background (nobody waits for it).
+        limits.give_back(store, lease, overlap.later)
+
+
+def _complete(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    body: bytes,
+    policy: Policy,
+    stats: WriteStats | None,
+    overlap: Overlap,
+    read_ahead: Callable[[], None] | None,
+) -> bool:
     lease.ensure(policy.margin)
     if read_ahead is not None:
         read_ahead()
@@ -122,7 +139,10 @@ def fail(
     stats: WriteStats | None = None,
 ) -> transitions.Ending:
     """Fail this attempt: back to the queue, or to the DLQ when retries are exhausted."""
-    return _end_attempt(store, keys, lease, error, policy, stats, backoff=True)
+    try:
+        return _end_attempt(store, keys, lease, error, policy, stats, backoff=True)
+    finally:
+        limits.give_back(store, lease)
 
 
 def _end_attempt(
@@ -190,6 +210,22 @@ def release(
     so a job that never fits the time available dead-letters once its retries
     are spent instead of cycling forever.
     """
+    try:
+        return _release(store, keys, lease, reason, policy, started=started, stats=stats)
+    finally:
+        limits.give_back(store, lease)
+
+
+def _release(
+    store: Store,
+    keys: Keys,
+    lease: Lease,
+    reason: ErrorInfo,
+    policy: Policy,
+    *,
+    started: bool,
+    stats: WriteStats | None,
+) -> transitions.Ending:
     if not started:
         lease.renew(state=RETRYING, uncounted=True)
         record = lease.record

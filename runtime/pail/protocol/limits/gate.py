@@ -1,0 +1,247 @@
+"""The claimer's side of the limits: a slot for each limit a job is under, before its lease.
+
+One ``Gate`` per claimer (not thread-safe, like the claimer). It reads the
+queue's limits (``config.read``) at the claimer's refills, at most once per
+``REFRESH`` seconds; while they set no concurrency limit it makes no request
+at all (``concurrent`` is False and the claimer never calls ``admit``).
+
+``admit`` holds, for one candidate, its group's slot (if its group has a
+limit) and then the queue's (if the queue has one). Which index to try: the
+one this claimer held last in that scope (it gave it back when its job
+ended, so it is most likely still free: no LIST, one PUT per slot per job);
+else one a LIST of the scope showed free. A scope found full (a lost PUT,
+then a LIST with no free index below the limit) is **full** for
+``FULL_FOR`` seconds: the claimer passes that group's entries by with no
+request (a group's id names it, ``groups``), or returns from the claim at
+once when the queue is full (``Claimer.limited``). After that time, the
+next try LISTs before it writes, so a claimer blocked by a full queue costs
+one LIST per poll and no failed write.
+
+Where a rate gate plugs in: ``admit`` is the one place a job gets
+permission to start; a rate limit asks there too (after the slots, before
+the lease), and ``Refusal`` says which scope refused and until when.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+
+from pail.clock import Clock
+from pail.errors import AccessDeniedError, PailError
+from pail.keys import Keys
+from pail.protocol.limits import config, slots
+from pail.protocol.limits.config import Limits
+from pail.protocol.limits.groups import group_of
+from pail.protocol.limits.slots import Held, SlotRecord
+from pail.protocol.writes import WriteStats
+from pail.store.base import Store
+
+log = logging.getLogger("pail")
+
+REFRESH = 5.0
+"""Seconds a claimer uses the limits it read before it reads them again (at a refill)."""
+FULL_FOR = 1.0
+"""Seconds a claimer treats a scope it found full as full, with no request."""
+HINT_FOR = 2.0
+"""Seconds the index a claimer gave back stays the one it tries first, with no LIST."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why ``admit`` gave no slot: the scope that is full (None: the queue's; else a group)."""
+
+    group: str | None
+
+
+class Gate:
+    """A claimer's view of the queue's limits and the slots it holds. One per claimer."""
+
+    def __init__(
+        self,
+        store: Store,
+        keys: Keys,
+        *,
+        clock: Clock,
+        rng: random.Random,
+        stats: WriteStats | None = None,
+        refresh: float = REFRESH,
+    ) -> None:
+        self._store = store
+        self._keys = keys
+        self._clock = clock
+        self._rng = rng
+        self._stats = stats
+        self._refresh = refresh
+        self._read_at: float | None = None
+        self.limits: Limits = config.NONE
+        self._full: dict[str | None, float] = {}
+        """Scopes found full (None: the queue's), with when their mark ends (monotonic)."""
+        self._hints: dict[str | None, tuple[int, float]] = {}
+        """The index given back last in each scope, and when."""
+        self._denied_logged = False
+        self.reads = 0
+
+    @property
+    def concurrent(self) -> bool:
+        """True if the last limits read set a concurrency limit: claims then hold slots."""
+        return self.limits.concurrent
+
+    def due(self) -> bool:
+        """True if a refill now reads the limits (no request)."""
+        read_at = self._read_at
+        return read_at is None or self._clock.monotonic() - read_at >= self._refresh
+
+    def refresh(self) -> None:
+        """Read the limits if ``due`` (one GET); a failed read keeps the last ones."""
+        if not self.due():
+            return
+        self._read_at = self._clock.monotonic()
+        self.reads += 1
+        try:
+            limits = config.read(self._store, self._keys)
+        except AccessDeniedError as exc:
+            if not self._denied_logged:
+                self._denied_logged = True
+                log.warning(
+                    "cannot read the limits object %s, so this worker honours no limit "
+                    "(grant it s3:GetObject on that key): %s",
+                    self._keys.limits(),
+                    exc,
+                )
+            limits = config.NONE
+        except PailError:
+            self._read_at = None  # read again at the next refill; keep what we knew
+            raise
+        if limits != self.limits:
+            self._full.clear()
+        self.limits = limits
+
+    def forget(self) -> None:
+        """Read the limits again at the next refill (a test, or an operator's change here)."""
+        self._read_at = None
+
+    def _is_full(self, scope: str | None) -> bool:
+        until = self._full.get(scope)
+        if until is None:
+            return False
+        if self._clock.monotonic() >= until:
+            del self._full[scope]
+            return False
+        return True
+
+    def queue_full(self) -> bool:
+        """True while the queue's limit was found reached (no request)."""
+        return self.limits.concurrency is not None and self._is_full(None)
+
+    def passes_by(self, job_id: str) -> bool:
+        """True if the job's group was found at its limit: skip its entry with no request."""
+        group = group_of(job_id)
+        limit = self.limits.group_limit(group)
+        return limit is not None and self._is_full(group)
+
+    def admit(self, job_id: str, lease: str, run: str) -> list[Held] | Refusal:
+        """Hold every slot the job needs before its lease ``lease`` at ``run`` is written.
+
+        The held slots (none if no limit applies to it), or the ``Refusal``
+        of the first full scope (then nothing is held).
+        """
+        record = SlotRecord(job_id, lease, run)
+        group = group_of(job_id)
+        held: list[Held] = []
+        wanted: list[tuple[str | None, int]] = []
+        group_limit = self.limits.group_limit(group)
+        if group is not None and group_limit is not None:
+            wanted.append((group, group_limit))
+        if self.limits.concurrency is not None:
+            wanted.append((None, self.limits.concurrency))
+        try:
+            for scope, limit in wanted:
+                slot = self._take(scope, limit, record)
+                if slot is None:
+                    self.give_back(held)
+                    return Refusal(scope)
+                held.append(slot)
+        except BaseException:
+            self.give_back(held)
+            raise
+        return held
+
+    def _take(self, scope: str | None, limit: int, record: SlotRecord) -> Held | None:
+        if limit <= 0 or self._is_full(scope):
+            self._mark_full(scope)
+            return None
+        prefix = slots.scope(self._keys, scope)
+        hint = self._hints.pop(scope, None)
+        now = self._clock.monotonic()
+        if hint is not None and hint[0] < limit and now - hint[1] < HINT_FOR:
+            won = slots.take(
+                self._store,
+                slots.slot_key(prefix, hint[0]),
+                SlotRecord(record.job_id, record.lease, record.run),
+                sent_at=self._clock.monotonic(),
+                group=scope,
+                stats=self._stats,
+            )
+            if won is not None:
+                return won
+        busy, _ = slots.occupied(self._store, prefix, limit)
+        free = [index for index in range(limit) if index not in busy]
+        if not free:
+            self._mark_full(scope)
+            return None
+        index = self._rng.choice(free)
+        won = slots.take(
+            self._store,
+            slots.slot_key(prefix, index),
+            SlotRecord(record.job_id, record.lease, record.run),
+            sent_at=self._clock.monotonic(),
+            group=scope,
+            stats=self._stats,
+        )
+        if won is None:
+            self._mark_full(scope)  # raced for the last free ones: back off a moment
+        return won
+
+    def _mark_full(self, scope: str | None) -> None:
+        self._full[scope] = self._clock.monotonic() + FULL_FOR
+
+    def prove(
+        self, held: list[Held], *, answered: float, visibility_timeout: float
+    ) -> list[Held] | None:
+        """``held``, each proved if need be, for a lease whose write answered at ``answered``.
+
+        A slot whose write was sent ``slots.PROVE_AFTER`` of a visibility
+        timeout or more before the lease's write answered is rewritten
+        ``If-Match`` its ETag: a recovery pass may have judged its lease
+        missing meanwhile. None if one was taken (the others are given back).
+        """
+        proved: list[Held] = []
+        for slot in held:
+            if answered - slot.sent_at < visibility_timeout * slots.PROVE_AFTER:
+                proved.append(slot)
+                continue
+            again = slots.prove(
+                self._store, slot, sent_at=self._clock.monotonic(), stats=self._stats
+            )
+            if again is None:
+                self.give_back([*proved, *held[len(proved) + 1 :]])
+                return None
+            proved.append(again)
+        return proved
+
+    def give_back(self, held: list[Held]) -> None:
+        """Free ``held`` (``DELETE If-Match``), remembering each index for this claimer's next try."""
+        for slot in held:
+            try:
+                slots.give_back(self._store, slot)
+            except PailError as exc:  # the recovery pass frees it once its lease is gone
+                log.warning("slot %s: could not give it back: %s", slot.key, exc)
+            self.remember(slot)
+
+    def remember(self, slot: Held) -> None:
+        """Try ``slot``'s index first next time in its scope (it was just given back)."""
+        index = slots.index_of(slot.key, slots.scope(self._keys, slot.group))
+        if index is not None:
+            self._hints[slot.group] = (index, self._clock.monotonic())
