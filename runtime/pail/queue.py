@@ -859,7 +859,7 @@ class Pail:
         reaper = self._the_reaper()
         report = reaper.reclaim_leases()
         claimer: Claimer | None = getattr(self._local, "claimer", None)
-        if claimer is not None and claimer.gate.concurrent:
+        if claimer is not None and claimer.gate.active:
             report.slots = reaper.recover_slots()
         return report
 

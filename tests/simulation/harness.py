@@ -29,6 +29,8 @@ from typing import Any, Protocol
 from pail import queue as pail_queue
 from pail.keys import Keys
 from pail.protocol import delay
+from pail.protocol.limits import gate as limit_gate
+from pail.protocol.limits import slots as limit_slots
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.store.base import StoredObject
@@ -618,11 +620,18 @@ class World:
                 return real_promote(*args, **kwargs)
 
         delay.promote = promote
+        # -- limits hook (tests/simulation/limits.py): a world without the limits family
+        # reads no limits and recovers no slot, so its seed makes the requests it made
+        # before limits existed (the pinned seeds stay what they pin).
+        with_limits = any(getattr(extra, "has_limits", False) for extra in self.extras)
+        reads, recovers = limit_gate.READS, limit_slots.RECOVERS
+        limit_gate.READS = limit_slots.RECOVERS = with_limits
         try:
             return self._simulate()
         finally:
             setattr(pail_queue, "new_job_id", real_new_job_id)  # noqa: B010
             delay.promote = real_promote
+            limit_gate.READS, limit_slots.RECOVERS = reads, recovers
 
     def _simulate(self) -> Outcome:
         config = self.config

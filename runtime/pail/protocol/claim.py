@@ -172,15 +172,15 @@ safe (step 3 catches it) but, if another worker took the job meanwhile, costs a 
 and its removal where a fresh GET costs one 404. A loop claims again at once; a caller that
 paused between ``work_once`` calls reads again."""
 
-Skip = Literal["miss", "cleared"]
+Skip = Literal["miss", "cleared", "passed", "limited"]
 """Why a candidate gave no lease."""
 MISS: Skip = "miss"
 """The candidate was not ours: another worker took it, or it was not a job to run."""
 CLEARED: Skip = "cleared"
 """The candidate was foreign bytes, now quarantined: progress, not contention."""
-PASSED: Literal["passed"] = "passed"
+PASSED: Skip = "passed"
 """The candidate's group is at its concurrency limit: passed by (``pail.protocol.limits``)."""
-LIMITED: Literal["limited"] = "limited"
+LIMITED: Skip = "limited"
 """The queue is at its concurrency limit: the claim ends with no lease (``Claimer.limited``)."""
 
 
@@ -311,7 +311,7 @@ class Claimer:
         if self.paused:
             return self._found(Named.PAUSED)
         self.gate.refresh()
-        if self.gate.concurrent and (self.gate.queue_full() or self.gate.passes_by(job_id)):
+        if self.gate.active and (self.gate.queue_full() or self.gate.passes_by(job_id)):
             return self._found(Named.LIMITED)
         # The steps write in the candidate's shard, which they read from _page_keys.
         page_keys, self._page_keys = self._page_keys, source
@@ -334,7 +334,7 @@ class Claimer:
     def _claim(self, idle: bool) -> Lease | None:
         lists = misses = cleared = passed_pages = 0
         self.limited = False
-        if self.gate.concurrent and self.gate.queue_full():
+        if self.gate.active and self.gate.queue_full():
             self.limited = True  # known full a moment ago: no request (``gate.FULL_FOR``)
             return None
         tried = False
@@ -556,18 +556,18 @@ class Claimer:
                     pass  # read it again below: a real failure shows there too
         return self._store.get(key)
 
-    def _try(self, key: str) -> Lease | Skip | Literal["passed", "limited"]:
+    def _try(self, key: str) -> Lease | Skip:
         if self._keys.sharded:
             # The candidate's own shard: a promoted high-priority job's is the flat layout.
             self._page_keys = self._keys.of_key(key, QUEUE)
-        if self.gate.concurrent and self.gate.passes_by(self._page_keys.job_id(key)):
+        if self.gate.active and self.gate.passes_by(self._page_keys.job_id(key)):
             return PASSED
         pending = self._read(key)
         if pending is None:
             return MISS
         return self._take(key, pending)
 
-    def _take(self, key: str, pending: StoredObject) -> Lease | Skip | Literal["passed", "limited"]:
+    def _take(self, key: str, pending: StoredObject) -> Lease | Skip:
         """Steps 2 to 5 for the entry ``pending`` read at ``key``, in ``_page_keys``' shard."""
         job_id = self._page_keys.job_id(key)
         try:
@@ -612,7 +612,7 @@ class Claimer:
         except PayloadError as exc:  # cannot happen after check_carried; never raise into a loop
             return self._quarantine(job_id, pending, exc)
         held: list[Held] = []
-        if self.gate.concurrent:
+        if self.gate.active:
             # The slots first, naming the lease about to be written (``limits.slots``).
             admitted = self.gate.admit(job_id, record.lease, self._page_keys.run(job_id))
             if isinstance(admitted, Refusal):

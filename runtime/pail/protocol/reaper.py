@@ -55,6 +55,7 @@ from pail.ids import new_token
 from pail.keys import RUN, Keys
 from pail.protocol import dependencies, redrive, transitions
 from pail.protocol.dependencies.repair import Repairer, RepairReport
+from pail.protocol.limits import slots
 from pail.protocol.limits.slots import RecoveryReport, recover
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.schedules.runner import Ticker, TickReport
@@ -148,7 +149,8 @@ class Reaper:
         logged, never raised: the schedules never stop a reaper's pass.
         """
         report = self.reclaim_leases()
-        report.slots = self.recover_slots()
+        if slots.RECOVERS:
+            report.slots = self.recover_slots()
         report.schedules = self.run_schedules()
         report.dependencies = self.run_dependencies(report)
         return report

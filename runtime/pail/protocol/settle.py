@@ -82,8 +82,7 @@ def complete(
     try:
         return _complete(store, keys, lease, body, policy, stats, overlap, read_ahead)
     finally:
-        # The handler is over: its slots go back, in the background (nobody waits for it).
-        limits.give_back(store, lease, overlap.later)
+        limits.give_back(store, lease)  # if an error came first: the handler is over
 
 
 def _complete(
@@ -100,17 +99,27 @@ def _complete(
     if read_ahead is not None:
         read_ahead()
     record = lease.record
-    made = outcome.create(
-        store,
-        keys,
-        lease.job_id,
-        body,
-        record.write + "-done",
-        metadata=outcome.metadata(OUTCOME_SUCCEEDED, record),
-        life=record.redriven,
-        stats=stats,
-        reason="done",
-    )
+
+    def create() -> outcome.Created:
+        return outcome.create(
+            store,
+            keys,
+            lease.job_id,
+            body,
+            record.write + "-done",
+            metadata=outcome.metadata(OUTCOME_SUCCEEDED, record),
+            life=record.redriven,
+            stats=stats,
+            reason="done",
+        )
+
+    if lease.slots:
+        # The handler is over: its slots go back beside the result's write (no wait
+        # of their own), and have landed before the worker's next claim tries them.
+        created, _ = overlap.both(create, lambda: limits.give_back(store, lease))
+        made = created.get()
+    else:
+        made = create()
     key, etag = lease.key, lease.etag
     if record.then and not dependencies.told(
         store, keys, lease.job_id, record.then, made.outcome, stats=stats

@@ -44,6 +44,10 @@ REFRESH = 5.0
 """Seconds a claimer uses the limits it read before it reads them again (at a refill)."""
 FULL_FOR = 1.0
 """Seconds a claimer treats a scope it found full as full, with no request."""
+READS = True
+"""False: no gate reads the limits, so none is honoured. Only the simulation sets it, for the
+run of a world that has no limits: its seeds then make the requests they made before limits
+existed (the pinned seeds of ``tests/simulation/regressions.py`` stay what they pin)."""
 HINT_FOR = 2.0
 """Seconds the index a claimer gave back stays the one it tries first, with no LIST."""
 
@@ -88,8 +92,15 @@ class Gate:
         """True if the last limits read set a concurrency limit: claims then hold slots."""
         return self.limits.concurrent
 
+    @property
+    def active(self) -> bool:
+        """True if a claim must ask ``admit`` before its lease (a limit is set); else no request."""
+        return self.limits.concurrent
+
     def due(self) -> bool:
         """True if a refill now reads the limits (no request)."""
+        if not READS:
+            return False
         read_at = self._read_at
         return read_at is None or self._clock.monotonic() - read_at >= self._refresh
 

@@ -50,6 +50,9 @@ PROVE_AFTER = 2 / 3
 """A claim whose lease write answered this share of a visibility timeout (or more) after
 its slot's write was sent proves the slot before going on (see ``docs/protocol.md``)."""
 MAX_RECOVERY_PAGES = 10
+RECOVERS = True
+"""False: the reaper's pass recovers no slot. Only the simulation sets it, with
+``gate.READS``, for the run of a world that has no limits (see there)."""
 _INDEX = re.compile(r"^[0-9]{5}$")
 
 

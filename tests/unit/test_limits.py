@@ -1,0 +1,364 @@
+"""Concurrency limits and fair sharing (``pail.protocol.limits``) on a memory store, by request.
+
+The clocks are manual: the worker's (``ManualClock``) and the server's
+(``MemoryStore(now=...)``) move only when a test says, so a lease's expiry,
+a slot's age and the gate's refresh are decided by the test, with no wait.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from pail.clock import ManualClock
+from pail.codec import LeaseRecord
+from pail.errors import ConfigurationError
+from pail.keys import Keys
+from pail.message import Message
+from pail.protocol import limits
+from pail.protocol.limits import config, gate, groups, slots
+from pail.protocol.reaper import Reaper
+from pail.protocol.settle import Policy
+from pail.queue import Pail
+from tests.support.recording_store import RecordingStore
+
+VT = 30.0
+
+
+class StillClock(ManualClock):
+    """A manual clock whose ``sleep`` does not move it: a heartbeat waits until it is stopped.
+
+    (``ManualClock.sleep`` advances the clock, so an unsettled message's heartbeat
+    thread would run the clock away and renew its lease over and over.)
+    """
+
+    def sleep(self, seconds: float, wake: threading.Event | None = None) -> None:
+        if wake is not None:
+            wake.wait()
+
+
+def world() -> tuple[ManualClock, RecordingStore]:
+    clock = StillClock()
+    return clock, RecordingStore(now=clock.now)
+
+
+def pail(store: RecordingStore, clock: ManualClock) -> Pail:
+    return Pail(store, clock=clock, visibility_timeout=VT, reclaim=False)
+
+
+def held_slots(store: RecordingStore) -> list[str]:
+    listed = store.memory.keys()  # a MemoryStore method, not a dict
+    return sorted(key for key in listed if key.startswith(Keys().slots()))
+
+
+def test_given_a_limit_of_2_when_4_workers_claim_then_2_run_and_2_are_told_limited() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(6):
+        producer.enqueue({"i": i})
+    producer.set_limit(2)
+    workers = [pail(store, clock) for _ in range(4)]
+
+    messages = [worker.claim() for worker in workers]
+
+    assert [m is not None for m in messages] == [True, True, False, False]
+    assert [w.claims_limited for w in workers] == [False, False, True, True]
+    assert held_slots(store) == ["_pail/slots/queue/00000", "_pail/slots/queue/00001"]
+    bodies = b"".join(
+        found.body for key in held_slots(store) if (found := store.memory.get(key)) is not None
+    )
+    assert all(m.id.encode() in bodies for m in messages if m is not None)
+    for m in messages:
+        if m is not None:
+            m.complete(None)
+
+
+def test_given_a_limit_when_a_job_completes_then_its_slot_is_given_back_and_reused_by_a_put() -> (
+    None
+):
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(3):
+        producer.enqueue({"i": i})
+    producer.set_limit(1)
+    worker = pail(store, clock)
+    message = worker.claim()
+    assert message is not None
+    message.complete({"ok": True})
+    worker.flush()
+    assert held_slots(store) == []
+
+    store.clear()
+    again = worker.claim()
+
+    assert again is not None
+    # The index given back is tried first: one PUT of the slot, no LIST of the slots.
+    slot_calls = [call for call in store.calls if call[1].startswith("_pail/slots/")]
+    assert slot_calls == [("put", "_pail/slots/queue/00000")]
+
+
+def test_given_a_limited_queue_when_measured_then_a_job_costs_2_requests_more() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(20):
+        producer.enqueue({"i": i})
+    workers = [pail(store, clock)]
+
+    def run(jobs: int) -> int:
+        worker = workers[-1]
+        before = store.total()
+        for _ in range(jobs):
+            message = worker.claim()
+            assert message is not None
+            message.complete({"ok": True})
+        worker.flush()
+        return store.total() - before
+
+    run(1)  # the first refill
+    unlimited = run(5)
+    producer.set_limit(3)
+    workers.append(pail(store, clock))  # its first refill reads the limits
+    run(1)  # that refill, and the first slot's LIST
+    limited = run(5)
+
+    assert (limited - unlimited) / 5 == 2  # PUT and DELETE of the slot
+
+
+def test_given_no_limits_when_claiming_then_no_slot_request_is_made() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(5):
+        producer.enqueue({"i": i})
+    worker = pail(store, clock)
+    store.clear()
+    for _ in range(5):
+        message = worker.claim()
+        assert message is not None
+        message.complete(None)
+    worker.flush()
+
+    keys = Counter(key for _, key in store.calls if key.startswith("_pail/"))
+    # One refill: one HEAD of the pause marker, one GET of the limits (the layout: once a Pail).
+    assert keys == Counter({"_pail/paused": 1, "_pail/limits": 1, "_pail/shards": 1})
+
+
+def test_given_a_group_at_its_limit_when_claiming_then_its_entries_are_passed_by_without_a_get() -> (
+    None
+):
+    clock, store = world()
+    producer = pail(store, clock)
+    big = [producer.enqueue({"i": i}, group="big") for i in range(30)]
+    small = [producer.enqueue({"i": i}, group="small") for i in range(3)]
+    producer.set_limit(1, group="*")
+    worker = Pail(store, clock=clock, visibility_timeout=VT, reclaim=False)
+
+    claimed = [worker.claim() for _ in range(3)]
+
+    ids = [m.id if m is not None else None for m in claimed]
+    assert ids[0] in big and ids[1] in small
+    assert ids[2] is None  # both groups at their limit of 1
+    big_reads = [key for op, key in store.calls if op == "get" and "~big" in key]
+    # The big job claimed, and the one whose claim found its group full; the other 28
+    # were passed by from their keys.
+    assert len(big_reads) == 2
+
+
+def test_given_many_pending_of_one_group_when_a_small_group_waits_then_it_starts_within_2_claims() -> (
+    None
+):
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(50):
+        producer.enqueue({"i": i}, group="a")
+    late = producer.enqueue({"i": 0}, group="b")
+    worker = pail(store, clock)
+
+    first, second = worker.claim(), worker.claim()
+
+    assert first is not None and second is not None
+    assert late in (first.id, second.id), (late, first.id, second.id, worker._claimer()._cache[:3])
+
+
+def test_given_fair_order_then_every_group_comes_within_its_number_of_groups() -> None:
+    items = [f"a{i}" for i in range(10)] + ["b0", "b1"] + ["c0"]
+    lanes: dict[str, str | None] = {item: item[0] for item in items}
+    ordered = groups.fair_order(items, lanes)
+    assert set(ordered[:3]) == {"a0", "b0", "c0"}
+    assert sorted(ordered) == sorted(items)
+
+
+def test_given_group_names_then_ids_carry_them_and_bad_ones_are_refused() -> None:
+    assert groups.group_of(groups.grouped_id("01JD8X3W5K9T2B7Q4R6M0N1P2S", "t-1")) == "t-1"
+    with pytest.raises(ConfigurationError):
+        groups.grouped_id("x", "a/b")
+    with pytest.raises(ConfigurationError):
+        Pail(RecordingStore()).enqueue({}, group="~")
+
+
+def test_given_a_crashed_holder_when_the_reaper_passes_then_its_slot_comes_back() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    producer.enqueue({"i": 0})
+    producer.enqueue({"i": 1})
+    producer.set_limit(1)
+    crashed = pail(store, clock)
+    assert crashed.claim() is not None  # then its process dies: no heartbeat, no settle
+    other = pail(store, clock)
+    assert other.claim() is None and other.claims_limited
+    reaper = Reaper(store, Keys(), Policy(None, VT))
+
+    early = reaper.reap()
+    clock.advance(VT + 2)
+    late = reaper.reap()
+
+    assert early.slots is not None and early.slots.recovered == 0
+    assert late.requeued == 1 and late.slots is not None and late.slots.recovered == 1
+    assert held_slots(store) == []
+    clock.advance(gate.FULL_FOR)
+    assert other.claim() is not None
+
+
+def test_given_a_stalled_holder_when_it_wakes_then_it_cannot_free_the_new_holders_slot() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    producer.enqueue({"i": 0})
+    producer.set_limit(1)
+    stalled = pail(store, clock)
+    message = stalled.claim()
+    assert message is not None
+    old_slot = message.lease.slots[0]
+    clock.advance(VT + 2)
+    Reaper(store, Keys(), Policy(None, VT)).reap()  # fences, requeues, frees the slot
+    newcomer = pail(store, clock)
+    taken = newcomer.claim()
+    assert taken is not None
+    new_slot = taken.lease.slots[0]
+    assert new_slot.key == old_slot.key and new_slot.etag != old_slot.etag
+
+    assert message.complete({"late": True}) is False  # its lease was fenced
+
+    current = store.memory.get(new_slot.key)
+    assert current is not None and current.etag == new_slot.etag  # still the newcomer's
+
+
+@pytest.mark.parametrize("ending", ["fail", "release", "dead-letter"])
+def test_given_a_job_that_ends_unfinished_then_its_slot_is_given_back_at_once(ending: str) -> None:
+    clock, store = world()
+    producer = Pail(store, clock=clock, visibility_timeout=VT, reclaim=False, max_retries=0)
+    producer.enqueue({"i": 0})
+    producer.set_limit(1)
+    worker = Pail(store, clock=clock, visibility_timeout=VT, reclaim=False, max_retries=0)
+    message = worker.claim()
+    assert isinstance(message, Message) and held_slots(store)
+
+    if ending == "release":
+        message.release("stopping", started=False)
+    else:
+        message.fail("boom")  # max_retries=0: "fail" is a dead-letter too
+
+    assert held_slots(store) == []
+
+
+def test_given_a_stale_slot_write_when_the_lease_comes_late_then_the_slot_is_proved() -> None:
+    clock, store = world()
+    keys = Keys()
+    g = gate.Gate(store, keys, clock=clock, rng=__import__("random").Random(1))
+    limits.set_limit(store, keys, 1)
+    g.refresh()
+    held = g.admit("job-1", "lease-1", keys.run("job-1"))
+    assert isinstance(held, list) and len(held) == 1
+    clock.advance(VT)  # the claim stalled between its slot and its lease
+
+    proved = g.prove(held, answered=clock.monotonic(), visibility_timeout=VT)
+    assert proved is not None and proved[0].etag != held[0].etag
+
+    store.memory.delete(held[0].key)  # a recovery pass freed it meanwhile
+    assert g.prove(proved, answered=clock.monotonic() + VT, visibility_timeout=VT) is None
+
+
+# -- foreign bytes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"v": 2, "concurrency": 3}',
+        b'{"v": 1, "concurrency": -1}',
+        b'{"v": 1, "concurrency": true}',
+        b'{"v": 1, "concurrency": 1e9}',
+        b'{"v": 1, "groups": {"a/b": 1}}',
+        b'{"v": 1, "groups": [1]}',
+        b"\xff\xfe",
+        b'{"v": 1, "concurrency": ' + b"[" * 200 + b"]" * 200 + b"}",
+    ],
+)
+def test_given_foreign_bytes_in_the_limits_object_then_the_queue_runs_one_job_at_a_time(
+    body: bytes,
+) -> None:
+    decoded = config.decode(body)
+    assert decoded.concurrency == config.FOREIGN_CONCURRENCY and decoded.reason
+    clock, store = world()
+    producer = pail(store, clock)
+    producer.enqueue({"i": 0})
+    producer.enqueue({"i": 1})
+    store.memory.put(Keys().limits(), body)
+    workers = [pail(store, clock) for _ in range(2)]
+    assert [w.claim() is not None for w in workers] == [True, False]
+    # A set_limit replaces the unreadable bytes.
+    assert producer.set_limit(4).concurrency == 4
+
+
+@pytest.mark.parametrize("body", [b"garbage", b'{"v": 1, "job": 3}', b"{}", b""])
+def test_given_foreign_bytes_in_a_slot_then_it_counts_as_held_until_the_reaper_frees_it(
+    body: bytes,
+) -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    producer.enqueue({"i": 0})
+    producer.set_limit(1)
+    store.memory.put("_pail/slots/queue/00000", body)
+    store.memory.put("_pail/slots/queue/not-a-slot", b"x")  # passed by, never deleted
+    worker = pail(store, clock)
+    assert worker.claim() is None and worker.claims_limited
+
+    clock.advance(VT + 2)
+    report = Reaper(store, Keys(), Policy(None, VT)).reap()
+
+    assert report.slots is not None and report.slots.recovered == 1
+    assert report.slots.skipped == 1
+    assert held_slots(store) == ["_pail/slots/queue/not-a-slot"]
+    clock.advance(gate.FULL_FOR)
+    assert worker.claim() is not None
+
+
+def test_given_a_slot_naming_a_foreign_run_key_then_its_lease_counts_as_gone() -> None:
+    _, store = world()
+    keys = Keys()
+    record = slots.SlotRecord("job-1", "tok", "done/job-1")
+    store.memory.put("done/job-1", LeaseRecord("job-1", None, 1, "w", "tok").encode())
+    assert slots.lease_alive(store, keys, record) is False
+    good = slots.SlotRecord("job-1", "tok", keys.run("job-1"))
+    store.memory.put(keys.run("job-1"), LeaseRecord("job-1", None, 1, "w", "tok").encode())
+    assert slots.lease_alive(store, keys, good) is True
+    store.memory.put(keys.run("job-1"), b"\x00garbage")
+    assert slots.lease_alive(store, keys, good) is False
+
+
+def test_given_set_limit_then_overrides_and_defaults_are_kept_apart() -> None:
+    _, store = world()
+    keys = Keys()
+    limits.set_limit(store, keys, 5)
+    limits.set_limit(store, keys, 2, group="*")
+    limits.set_limit(store, keys, 7, group="vip")
+    now = limits.set_limit(store, keys, None)
+    assert (now.concurrency, now.group_concurrency, dict(now.groups)) == (None, 2, {"vip": 7})
+    assert now.group_limit("vip") == 7 and now.group_limit("other") == 2
+    assert now.group_limit(None) is None
+    assert limits.read(store, keys) == now
+    with pytest.raises(ConfigurationError):
+        limits.set_limit(store, keys, -1)
+    assert limits.clear(store, keys) and limits.read(store, keys) == limits.NONE
