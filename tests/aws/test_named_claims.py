@@ -72,6 +72,7 @@ def test_given_a_pending_entry_when_claimed_by_its_key_then_it_is_ours_without_a
         [
             ("get", f"queue/{job}"),
             ("head", "_pail/paused"),
+            ("get", "_pail/limits"),  # beside the HEAD; at most once per limits.gate.REFRESH
             ("put", f"run/{job}"),
             ("delete", f"queue/{job}"),
             ("head", f"done/{job}"),
@@ -201,7 +202,9 @@ def test_given_a_paused_queue_when_claimed_by_key_then_nothing_is_claimed() -> N
     assert pail.claim_key(pail.keys.queue(job)) is None
 
     assert (pail.named_claim_found, pail.claims_paused) == (Named.PAUSED, True)
-    assert store.calls == [("get", f"queue/{job}"), ("head", "_pail/paused")]
+    # The limits' GET goes beside the pause's HEAD (at most once per limits.gate.REFRESH).
+    assert store.calls[0] == ("get", f"queue/{job}")
+    assert sorted(store.calls[1:]) == [("get", "_pail/limits"), ("head", "_pail/paused")]
     status = pail.status(job)
     assert status is not None and status.state is JobState.PENDING
 

@@ -93,7 +93,7 @@ def test_given_pending_running_and_dead_jobs_when_the_reaper_runs_then_it_publis
     running.complete()
 
 
-def test_given_an_idle_queue_when_the_reaper_runs_then_it_costs_six_listings(
+def test_given_an_idle_queue_when_the_reaper_runs_then_it_costs_seven_listings(
     s3_server: LocalS3, bucket: str, log_capture: LogCapture
 ) -> None:
     counter = RequestCounter()
@@ -104,9 +104,9 @@ def test_given_an_idle_queue_when_the_reaper_runs_then_it_costs_six_listings(
     reaper({}, FakeContext())
 
     # run/ fits in one page: the reaper never reads or writes where its walk stands.
-    # run/, _pail/schedules/, wait/ (waiting jobs' late dependencies), and
-    # queue/, run/, dlq/ for the depth.
-    assert dict(counter.by_operation) == {"ListObjectsV2": 6}
+    # run/, _pail/slots/ (concurrency slots to recover), _pail/schedules/,
+    # wait/ (waiting jobs' late dependencies), and queue/, run/, dlq/ for the depth.
+    assert dict(counter.by_operation) == {"ListObjectsV2": 7}
 
 
 def test_given_an_expired_lease_when_the_reaper_runs_then_the_job_is_requeued_and_counted() -> None:

@@ -306,11 +306,16 @@ class Claimer:
         pending = self._store.get(key)
         if pending is None:
             return self._found(Named.GONE)
-        # The pause is honoured per named claim as per refill: one HEAD, once the entry exists.
-        self.paused = self._pause_check()
+        # The pause is honoured per named claim as per refill: one HEAD, once the entry
+        # exists; the limits are read beside it, at most once per ``gate.REFRESH``.
+        if self.gate.due():
+            paused, refreshed = self._overlap.both(self._pause_check, self.gate.refresh)
+            self.paused = paused.get()
+            refreshed.get()
+        else:
+            self.paused = self._pause_check()
         if self.paused:
             return self._found(Named.PAUSED)
-        self.gate.refresh()
         if self.gate.active and (self.gate.queue_full() or self.gate.passes_by(job_id)):
             return self._found(Named.LIMITED)
         # The steps write in the candidate's shard, which they read from _page_keys.
