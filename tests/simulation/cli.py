@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     family.add_argument("--sharded", action="store_true", help="sharded queues that grow")
     family.add_argument("--pausing", action="store_true", help="an operator pauses and resumes")
     family.add_argument("--hostile", action="store_true", help="foreign writers")
+    family.add_argument(
+        "--limits", action="store_true", help="with --seed: concurrency limits and groups"
+    )
     family.add_argument("--features", action="store_true", help="dedup keys, delays, cancels")
     family.add_argument(
         "--aim", help="with --seed: the aimed run of phase,request,action (coverage.py)"
@@ -101,6 +104,7 @@ def _replay(args: argparse.Namespace) -> Outcome:
         hostile=args.hostile,
         sharded=args.sharded,
         pausing=args.pausing,
+        limits=args.limits,
     )
 
 

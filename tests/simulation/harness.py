@@ -38,6 +38,7 @@ from tests.simulation import actors
 from tests.simulation.dependencies import graphs_for
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
+from tests.simulation.limits import limits_for
 from tests.simulation.overlap import OVERLAPPED
 from tests.simulation.pausing import pauser_for
 from tests.simulation.scheduler import Actor, Process, ProcessClock, Scheduler
@@ -604,6 +605,8 @@ class World:
         """``Pail.enqueue``'s ids in this run: fixed, in order, and each known to the ledger."""
         for index in count():
             job_id = actors.sim_job_id(index)
+            for extra in self.extras:  # -- limits hook: a world with groups names them in ids
+                job_id = getattr(extra, "job_id", lambda _, same: same)(index, job_id)
             self.ledger.expect(job_id)
             yield job_id
 
@@ -717,13 +720,16 @@ def run_seed(
     hostile: bool = False,
     sharded: bool = False,
     pausing: bool = False,
+    limits: bool = False,
 ) -> Outcome:
     """Simulate the run of ``seed`` and check every invariant; see the module docstring.
 
     The outcome's trace holds the events of the jobs involved in a failure
     (every event with ``full_trace``). With ``hostile``, foreign writers
     drawn from the seed join the run (``tests/simulation/hostile.py``); with
-    ``pausing``, an operator pauses and resumes the queue (``tests/simulation/pausing.py``).
+    ``pausing``, an operator pauses and resumes the queue (``tests/simulation/pausing.py``);
+    with ``limits``, the queue has concurrency limits (``tests/simulation/limits.py``: a share
+    of the seeds has them anyway).
 
     >>> run_seed(1).failed
     False
@@ -731,6 +737,10 @@ def run_seed(
     extras: list[Extra] = [*extras_for(seed)] if hostile and model is PAIL else []
     if pausing and model is PAIL:
         extras.append(pauser_for(seed))
+    # -- limits hook: a share of the seeds' worlds have concurrency limits (``limits.py``).
+    limited = limits_for(seed, forced=limits) if model.rules is Rules.PAIL else None
+    if limited is not None:
+        extras.append(limited)
     # Schedules join the whole model: a share of the seeds' worlds tick (``ticking.py``).
     ticking = ticking_for(seed) if model.rules is Rules.PAIL else None
     if ticking is not None:
@@ -743,7 +753,13 @@ def run_seed(
     if sharded:
         config = sharded_config(config)
     world = World(config, model, full_trace=full_trace, extras=extras)
-    flags = {"--calm": not chaos, "--hostile": hostile, "--sharded": sharded, "--pausing": pausing}
+    flags = {
+        "--calm": not chaos,
+        "--hostile": hostile,
+        "--sharded": sharded,
+        "--pausing": pausing,
+        "--limits": limits,
+    }
     world.replay_flags = "".join(f" {flag}" for flag, on in flags.items() if on)
     with installed(ticking):
         return world.run()

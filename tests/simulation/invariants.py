@@ -91,6 +91,10 @@ class Kind(StrEnum):
     DEPENDENCY = "dependency"
     """A dependent was made pending or ran before its dependencies succeeded, or waits forever
     though they all ended (``dependencies``)."""
+    LIMIT = "concurrency-limit"
+    """A handler with a live lease holds no slot naming it, or more run than any limit (``limits``)."""
+    SLOT_LOST = "slot-lost"
+    """A concurrency slot is still held when the run ends (``limits``)."""
 
 
 class Rules(StrEnum):

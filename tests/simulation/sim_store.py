@@ -235,6 +235,10 @@ class SimStore:
     def keys(self) -> builtins.list[str]:
         return self._inner.keys()
 
+    def plant(self, key: str, body: bytes) -> None:
+        """Put ``body`` at ``key`` before the run, outside it (``limits``: the limits set beforehand)."""
+        self._inner.put(key, body)
+
     # -- the request loop ---------------------------------------------------
 
     def _call(

@@ -1,0 +1,72 @@
+"""Concurrency limits under the full fault model (``tests/simulation/limits.py``).
+
+``PAIL_SIM_LIMITS_SEEDS`` seeds (300 by default) whose worlds all have
+limits: L1 and L2 hold at every write, and every job ends. Then the two
+known-bad variants, each caught as a hard assertion within a bounded number
+of seeds: a recovery that frees a slot without looking at its lease (a slot
+without its fence), and a give-back that deletes without ``If-Match``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+
+from pail.protocol.limits import slots
+from pail.store.base import Store
+from tests.simulation.harness import run_seed
+from tests.simulation.invariants import Kind
+
+SEEDS = int(os.environ.get("PAIL_SIM_LIMITS_SEEDS", "300"))
+SEARCH = 200
+"""Seeds a known-bad variant must be caught within."""
+
+
+def test_given_worlds_with_limits_when_simulated_then_every_invariant_holds() -> None:
+    counts: Counter[str] = Counter()
+    failures = []
+    peak = 0
+    for seed in range(SEEDS):
+        outcome = run_seed(seed, limits=True)
+        counts += outcome.counts
+        peak = max(peak, outcome.counts["limits_peak_running"])
+        if outcome.failed:
+            failures.append(outcome.report())
+    assert not failures, failures[0]
+    print(f"\n{SEEDS} limits seeds, peak {peak} at once: {dict(sorted(counts.items()))}")
+    # The run reached what it is for: slots held, lost races, recoveries, foreign bytes.
+    assert counts["slots_written"] > 0 and counts["slots_freed"] > 0
+    assert counts["limit_changes"] > 0 and counts["limits_foreign"] > 0
+    assert counts["slots_foreign"] > 0 and counts["crashes"] > 0
+    assert peak >= 2  # some world ran more than one job at once under its limit
+
+
+def _first_caught(kinds: set[Kind]) -> int | None:
+    for seed in range(SEARCH):
+        if run_seed(seed, limits=True).kinds() & kinds:
+            return seed
+    return None
+
+
+def test_given_a_recovery_that_frees_a_slot_without_its_fence_then_a_live_handler_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(slots, "lease_alive", lambda *args, **kwargs: False)
+    caught = _first_caught({Kind.LIMIT})
+    print(f"\nslot without its fence: caught at seed {caught}")
+    assert caught is not None
+
+
+def test_given_a_give_back_that_is_not_conditional_then_another_holders_slot_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unconditional(store: Store, held: slots.Held) -> bool:
+        store.delete(held.key)
+        return True
+
+    monkeypatch.setattr(slots, "give_back", unconditional)
+    caught = _first_caught({Kind.LIMIT})
+    print(f"\nunconditional give-back: caught at seed {caught}")
+    assert caught is not None
