@@ -57,8 +57,9 @@ def test_given_due_delayed_entry_when_working_then_it_runs_once_at_its_measured_
 
     assert seen == [{"n": 1}]
     # LIST, promotion (GET, PUT, DELETE), the refill's pause check (HEAD), claim (GET, PUT,
-    # DELETE, HEAD), complete (PUT, DELETE), and the first claim's reclaim pass (LIST of run/)
-    assert counter.total() - before == 11 + 1
+    # DELETE, HEAD), complete (PUT, DELETE), the first claim's reclaim pass (LIST of run/),
+    # and the first refill's read of the limits (GET: once per worker per limits.gate.REFRESH)
+    assert counter.total() - before == 11 + 1 + 1
     assert pail.result(job_id) == {}
     assert pail.stats().pending == 0
 

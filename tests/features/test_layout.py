@@ -118,7 +118,8 @@ def test_an_explicit_count_writes_the_marker_once_per_pail(
     before = counter.by_operation
     assert pail.claim() is not None  # no request for the layout per claim
     after = counter.by_operation
-    assert after["GetObject"] - before["GetObject"] <= 1  # the claimed entry's GET
+    # The claimed entry's GET, and the first refill's read of the limits (once per REFRESH).
+    assert after["GetObject"] - before["GetObject"] <= 2
 
 
 def test_hostile_marker_bytes_stop_neither_stats_nor_a_worker(

@@ -50,7 +50,9 @@ def test_given_high_priority_job_when_worked_then_it_costs_three_requests_more(
     pail.work_once(lambda payload: "ok")
     pail.flush()
 
-    assert counter.total() - start - normal == normal + 3  # the promotion: GET, PUT, DELETE
+    # The promotion: GET, PUT, DELETE; the first job's refill also read the limits (a GET,
+    # once per worker per limits.gate.REFRESH), which the second's does only if 5 s passed.
+    assert counter.total() - start - normal - normal in (3 - 1, 3)
 
 
 def test_given_unknown_priority_when_enqueued_then_configuration_error(pail: Pail) -> None:
