@@ -4,7 +4,8 @@
 limits: L1 and L2 hold at every write, and every job ends. Then the two
 known-bad variants, each caught as a hard assertion within a bounded number
 of seeds: a recovery that frees a slot without looking at its lease (a slot
-without its fence), and a give-back that deletes without ``If-Match``.
+without its fence), a give-back that deletes without ``If-Match`` (both
+break L1), and a reaper that recovers no slot (L2).
 """
 
 from __future__ import annotations
@@ -69,4 +70,13 @@ def test_given_a_give_back_that_is_not_conditional_then_another_holders_slot_is_
     monkeypatch.setattr(slots, "give_back", unconditional)
     caught = _first_caught({Kind.LIMIT})
     print(f"\nunconditional give-back: caught at seed {caught}")
+    assert caught is not None
+
+
+def test_given_a_reaper_that_recovers_no_slot_then_a_lost_slot_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(slots, "recover", lambda *args, **kwargs: slots.RecoveryReport())
+    caught = _first_caught({Kind.SLOT_LOST})
+    print(f"\nno slot recovery: caught at seed {caught}")
     assert caught is not None

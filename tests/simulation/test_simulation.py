@@ -25,7 +25,13 @@ from pail.queue import Pail
 from pail.store.base import Store
 from pail.store.memory import MemoryStore
 from tests.contract import test_store_contract
-from tests.simulation import test_dependencies_sim, test_hostile, test_named, test_ticking
+from tests.simulation import (
+    test_dependencies_sim,
+    test_hostile,
+    test_limits_sim,
+    test_named,
+    test_ticking,
+)
 from tests.simulation.harness import AimAction, model_named, run_seed, struck, triples
 from tests.simulation.invariants import Kind
 from tests.simulation.regressions import REGRESSIONS, Regression
@@ -176,6 +182,8 @@ KNOWN_BAD_ELSEWHERE: dict[Kind, Callable[..., None]] = {
     Kind.NAMED_WAKE: test_named.test_given_a_drain_that_lists_after_winning_nothing_when_simulated_then_it_is_caught,
     Kind.TICK: test_ticking.test_given_a_tick_without_its_dedup_in_the_main_sweep_then_it_is_caught,
     Kind.DEPENDENCY: test_dependencies_sim.test_given_a_promotion_before_the_last_dependency_in_the_main_sweep_then_it_is_caught,
+    Kind.LIMIT: test_limits_sim.test_given_a_recovery_that_frees_a_slot_without_its_fence_then_a_live_handler_is_caught,
+    Kind.SLOT_LOST: test_limits_sim.test_given_a_reaper_that_recovers_no_slot_then_a_lost_slot_is_caught,
 }
 """Kinds whose known-bad variant runs in a family of its own (its test asserts it is caught)."""
 

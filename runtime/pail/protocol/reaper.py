@@ -56,7 +56,7 @@ from pail.keys import RUN, Keys
 from pail.protocol import dependencies, redrive, transitions
 from pail.protocol.dependencies.repair import Repairer, RepairReport
 from pail.protocol.limits import slots
-from pail.protocol.limits.slots import RecoveryReport, recover
+from pail.protocol.limits.slots import RecoveryReport
 from pail.protocol.reap_cursor import TOP, Position, ReapCursor
 from pail.protocol.schedules.runner import Ticker, TickReport
 from pail.protocol.settle import Policy
@@ -181,7 +181,7 @@ class Reaper:
         pass. One LIST of ``_pail/slots/`` for a queue without limits.
         """
         try:
-            return recover(
+            return slots.recover(
                 self._store,
                 self._keys,
                 visibility_timeout=self._policy.visibility_timeout,
