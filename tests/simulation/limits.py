@@ -151,7 +151,9 @@ class LimitWorld:
                     continue
                 live += 1
                 scopes = held.get((job_id, token), set())
-                wanted = {"queue", "group"} if self.groups else {"queue"}
+                # A job of a group (its id says) holds its group's slot too.
+                grouped = self.groups and limit_groups.group_of(job_id) is not None
+                wanted = {"queue", "group"} if grouped else {"queue"}
                 if not wanted <= scopes:
                     world.ledger.violate(
                         Kind.LIMIT,
