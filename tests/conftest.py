@@ -64,20 +64,21 @@ SYNTHESISED_UNIT = "tests/infra[synthesised apps]"
 # only starts later; none is skipped or split.
 LONGEST_FIRST = (
     "tests/simulation/test_simulation.py",  # 158 (its sweeps run 2 processes)
-    "tests/infra/test_rehearsal.py",  # > 72
+    "tests/infra/test_rehearsal.py",  # 91
     "tests/chaos/test_chaos.py",  # 89
+    "tests/integration/test_concurrency.py",  # 47
     "tests/simulation/test_features.py",  # 44
     "tests/bench/test_bench_quick.py",  # 38
     SYNTHESISED_UNIT,  # ~35
     "tests/simulation/test_hostile.py",  # 35
     "tests/demo/test_demo.py",  # 22
     "tests/simulation/test_shipped_worker.py",  # 21
+    "tests/infra/test_synth_cli.py",  # 20
     "tests/simulation/test_coverage.py",  # 20
     "tests/simulation/test_pausing.py",  # 17
-    "tests/aws/test_runner_process.py",  # 16 (before the bytecode cache)
-    "tests/cli/test_admin.py",  # 14 (before the bytecode cache)
     "tests/simulation/test_schedules_sim.py",  # 11
     "tests/simulation/test_workers_only.py",  # 11
+    "tests/cli/test_rough_edges.py",  # 9
     "tests/aws/test_signals_phases.py",  # 9
 )
 
