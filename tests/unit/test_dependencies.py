@@ -119,10 +119,10 @@ def test_given_a_sharded_namespaced_queue_then_flows_chains_and_late_edges_run_i
     store = MemoryStore("jobs")
     pail = Pail(store, queue="reports", shards=4)
     other = Pail(store)  # the default queue of the same bucket sees none of it
-    flow = pail.enqueue_flow([{"n": n} for n in range(5)], then={"merge": True})
+    flow = pail.enqueue_flow([{"n": n} for n in range(5)], then={"merge": "flow"})
     chain = pail.enqueue_chain([{"n": 10}, {"n": 11}])
     first = pail.enqueue({"n": 20})
-    late = pail.enqueue({"merge": True}, after=[first, chain[-1]])
+    late = pail.enqueue({"merge": "late"}, after=[first, chain[-1]])
     ran: list[Any] = []
 
     while pail.work_once(_planner(ran)):
@@ -131,7 +131,9 @@ def test_given_a_sharded_namespaced_queue_then_flows_chains_and_late_edges_run_i
 
     assert pail.result(flow.then) == [0, 1, 2, 3, 4]
     assert pail.result(late) == [11, 20]
-    assert ran.index({"n": 10}) < ran.index({"n": 11}) < ran.index({"merge": True}, 6)
+    assert ran.index({"n": 10}) < ran.index({"n": 11}) < ran.index({"merge": "late"})
+    assert ran.index({"n": 20}) < ran.index({"merge": "late"})
+    assert max(ran.index({"n": n}) for n in range(5)) < ran.index({"merge": "flow"})
     assert other.stats() == (0, 0, 0, 0, None) and other.stats().waiting == 0
     assert pail.stats().waiting == 0 and pail.stats().done == 10
     assert {store_key.split("/")[1] for store_key in _keys(store)} <= {
