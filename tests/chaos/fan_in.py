@@ -5,8 +5,9 @@ merge that waits for all of them), starts worker OS processes
 (``worker_main --flow``: ``Pail.work`` through the ``FaultProxy``), and until
 the merge's result exists it SIGKILLs a worker after every
 ``kill_after_starts`` handler starts (restarting it at once), SIGKILLs the
-worker running the merge the first time one starts it (so the continuation
-itself is cut short once), and runs ``reap()`` on a schedule through the
+worker running the merge's first run as soon as its record says so (that
+run works until killed, so the continuation itself is cut short once,
+however loaded the machine), and runs ``reap()`` on a schedule through the
 proxy. Kills follow progress, as in ``runner.py``: a loaded machine slows the
 run, it does not change what it proves. Then the network heals, the reaper
 runs until nothing is pending, running or waiting, and the audit reads the
@@ -195,10 +196,13 @@ def _drain(
             report.kills += 1
             next_kill = fleet.starts + config.kill_after_starts
         merges = _merge_lines(record)
-        first_merge = len(merges) > merge_seen and report.merge_kills == 0
-        if config.kill_the_merge and first_merge and fleet.kill_pid(int(merges[-1]["pid"])):
-            report.kills += 1
-            report.merge_kills += 1
+        if config.kill_the_merge and len(merges) > merge_seen and report.merge_kills == 0:
+            pid = int(merges[0]["pid"])  # the first run: it works until killed
+            if fleet.kill_pid(pid):
+                report.kills += 1
+                report.merge_kills += 1
+            elif pid in fleet.killed:  # a kill that followed progress got there first
+                report.merge_kills += 1
         merge_seen = len(merges)
         if now >= next_reap:
             try:

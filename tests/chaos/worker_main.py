@@ -10,6 +10,8 @@ concurrent processes never interleave.
 jobs; the continuation (payload ``{"merge": true, "n": N}``) also records a
 ``merge`` line with the calls of the results it read
 (``current_job().dependencies``), and returns them with their lease tokens.
+Its first run (the fleet's, by a file only one process can create) works
+until the runner SIGKILLs it.
 
 ``--known-bad`` runs a worker that breaks the protocol, to show the audit
 catches it (``test_chaos.py``):
@@ -31,6 +33,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pail import Pail, current_job
@@ -41,8 +44,10 @@ from tests.chaos.audit import end_line, lease_fields, start_line
 from tests.support.queues import connect_to, local_kwargs
 
 KNOWN_BAD = ("unleased", "long-lease")
-MERGE_WORK = 5.0
-"""Seconds a fan-in's merge works before its run starts: the runner kills its first run there."""
+FIRST_MERGE_WORK = 60.0
+"""Seconds the first run of a fan-in's merge works: the runner SIGKILLs it as soon as it reads
+its ``merge`` line, so the run is cut short whatever the machine's load; the bound only ends
+a run whose runner failed to."""
 BAD_VISIBILITY_TIMEOUT = 30.0
 LONG_WORK = 20.0
 """Far longer than the run's lease lives unrenewed (visibility timeout + 1 s) plus a reaper pass
@@ -82,6 +87,18 @@ class _Handler:
 class _FlowHandler(_Handler):
     """A fan-in's jobs: the children as ``_Handler``'s; the merge reads its dependencies' results."""
 
+    def __init__(self, record: _Record, work: Callable[[], float], first: Path) -> None:
+        super().__init__(record, work)
+        self._first = first
+
+    def _first_merge(self) -> bool:
+        """True for the fleet's first run of the merge (a file only one process can create)."""
+        try:
+            os.close(os.open(self._first, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return False
+        return True
+
     def __call__(self, payload: Any, job_id: str | None = None) -> dict[str, Any]:
         if not payload.get("merge"):
             return super().__call__(payload, job_id)
@@ -94,7 +111,7 @@ class _FlowHandler(_Handler):
         results = job.dependencies
         calls = sorted(int(r["n"]) for r in results.values())
         self._record.line(json.dumps({"k": "merge", "n": n, "pid": self._pid, "deps": calls}))
-        time.sleep(MERGE_WORK)  # long enough for the runner to see the line and kill this run
+        time.sleep(FIRST_MERGE_WORK if self._first_merge() else self._work())
         ended = time.monotonic()
         self._record.line(end_line(n, self._pid, ended, lease_fields(job.message, ended)))
         return {
@@ -145,7 +162,11 @@ def main(argv: list[str] | None = None) -> None:
         max_retries=args.max_retries,
     )
     work = (lambda: LONG_WORK) if long_lease else (lambda: rng.uniform(0, args.work_seconds))
-    handler = (_FlowHandler if args.flow else _Handler)(record, work)
+    handler = (
+        _FlowHandler(record, work, Path(args.record).parent / "merge.first")
+        if args.flow
+        else _Handler(record, work)
+    )
     if args.ready:
         os.close(os.open(args.ready, os.O_WRONLY | os.O_CREAT, 0o644))
     if args.known_bad == "unleased":
