@@ -276,13 +276,22 @@ def _audit(
     report.merge_starts = len(merges)
     report.merge_ends = sum(1 for e in merges if e.ended is not None)
     report.merge_read = [list(entry["deps"]) for entry in _merge_lines(record)]
-    # After all 40: every merge run started once each child's counted run had ended.
+    report.violations += early_merges(executions, winners, len(children))
+
+
+def early_merges(
+    executions: list[Execution], winners: dict[int, str | None], children: int
+) -> list[str]:
+    """A violation for each merge run that started before every child's counted run had ended.
+
+    A child's counted run is the one whose lease its recorded result names.
+    """
     counted = {e.call: e for e in executions if e.call != MERGE and e.lease == winners.get(e.call)}
-    for merge in merges:
-        early = [
-            n for n in range(len(children)) if not _ended_before(counted.get(n), merge.started)
-        ]
+    found = []
+    for merge in (e for e in executions if e.call == MERGE):
+        early = [n for n in range(children) if not _ended_before(counted.get(n), merge.started)]
         if early:
-            report.violations.append(
+            found.append(
                 f"merge started by pid {merge.pid} before the counted runs of children {early} ended"
             )
+    return found
