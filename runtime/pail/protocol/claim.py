@@ -133,7 +133,7 @@ from pail.ids import new_token
 from pail.keys import FLAT, QUEUE, Keys
 from pail.protocol import cancel, delay, redrive, transitions
 from pail.protocol.lease import Lease
-from pail.protocol.limits.gate import Gate, Refusal
+from pail.protocol.limits.gate import FULL_FOR, Gate, Refusal
 from pail.protocol.limits.groups import fair_order, group_of
 from pail.protocol.limits.slots import Held
 from pail.protocol.overlap import SEQUENTIAL, Ahead, Overlap
@@ -263,6 +263,8 @@ class Claimer:
         self._passed_token: str | None = None
         """Where the next refill lists from: the page after one whose groups were all at their limits."""
         self._next_token: str | None = None
+        self._only_passed = False
+        """True while every entry walked in the cached page was passed by for its group."""
         self.named: Named | None = None
         """What the last ``claim_key`` found."""
 
@@ -342,8 +344,6 @@ class Claimer:
         if self.gate.active and self.gate.queue_full():
             self.limited = True  # known full a moment ago: no request (``gate.FULL_FOR``)
             return None
-        tried = False
-        """Whether a candidate of the current page was tried (not passed by for its group)."""
         # A claim looks at every source before it says the queue is empty,
         # except a poll after an empty one: an idle worker lists one source
         # per poll, so its cost per poll stays one LIST, however many shards.
@@ -362,17 +362,23 @@ class Claimer:
             if not self._store.ordered_listing and self._walked >= UNORDERED_CLAIMS_PER_PAGE:
                 self.forget()  # read the next page: see "Unordered listings" above
             if self._cursor >= len(self._cache):
-                if self._cache and not tried and self._next_token is not None:
-                    # Every entry of the page was of a group at its limit: read on
-                    # (by LIST: the ids name the groups), a bounded number of pages.
-                    if passed_pages >= MAX_PASSED_PAGES:
+                if self._cache and self._only_passed:
+                    # Every entry of the page was of a group at its limit.
+                    if self._next_token is None or passed_pages >= MAX_PASSED_PAGES:
+                        # Nothing eligible: say so, and walk this page again (no
+                        # request) while the groups' marks last, else list afresh.
+                        self.limited = True
+                        if self._clock.monotonic() - self._listed_at >= FULL_FOR:
+                            self.forget()
+                        else:
+                            self._cursor = 0
                         return None
+                    # Read on (by LIST: the ids name the groups), a bounded number of pages.
                     passed_pages += 1
                     self._passed_token = self._next_token
                     lists -= 1
                 if lists >= budget:
                     return None
-                tried = False
                 if priority:
                     self._refill_with_priority()
                     priority = False
@@ -391,11 +397,11 @@ class Claimer:
             outcome = self._try(key)
             if outcome == PASSED:
                 continue
+            self._only_passed = False
             if outcome == LIMITED:
                 self._cursor -= 1  # not tried: the next claim starts here again
                 self.limited = True
                 return None
-            tried = True
             if isinstance(outcome, Lease):
                 self._clean, self._misses = self._clean + 1, 0
                 if self._clean >= CLEAN_CLAIMS_BEFORE_NARROWING:
@@ -471,6 +477,7 @@ class Claimer:
             raise
 
     def _refill(self) -> None:
+        self._only_passed = True
         self._source = (self._source + 1) % len(self._sources)
         self._page_keys = self._sources[self._source]
         self._walked = 0
