@@ -71,11 +71,13 @@ LONGEST_FIRST = (
     "tests/bench/test_bench_quick.py",  # 38
     SYNTHESISED_UNIT,  # ~35
     "tests/simulation/test_hostile.py",  # 35
+    "tests/unit/test_decoder_fuzz.py",  # 27 (hypothesis)
     "tests/demo/test_demo.py",  # 22
     "tests/simulation/test_shipped_worker.py",  # 21
     "tests/infra/test_synth_cli.py",  # 20
     "tests/simulation/test_coverage.py",  # 20
     "tests/simulation/test_pausing.py",  # 17
+    "tests/reliability/test_hostile_review.py",  # 15
     "tests/simulation/test_schedules_sim.py",  # 11
     "tests/simulation/test_workers_only.py",  # 11
     "tests/cli/test_rough_edges.py",  # 9
