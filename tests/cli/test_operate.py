@@ -60,6 +60,7 @@ def test_given_jobs_when_stats_human_then_a_table_names_the_bucket_and_counts(
         "failed": "1",
     }
     assert counts.pop("cancelled") == "0"
+    assert counts.pop("waiting") == "0"  # jobs waiting for their dependencies (wait/)
     assert counts.pop("oldest_pending") != "-"
     assert counts == {}  # no other column
 
@@ -87,7 +88,7 @@ def test_given_watch_off_a_terminal_when_stats_then_plain_lines(
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert len(lines) == 2
-    assert all("pending=1 delayed=0 running=0 done=0 failed=0" in line for line in lines)
+    assert all("pending=1 delayed=0 waiting=0 running=0 done=0 failed=0" in line for line in lines)
 
 
 def test_given_nothing_running_when_reap_then_reports_an_empty_complete_pass(
