@@ -47,7 +47,9 @@ from .rehearsal.stage import REAPER_HANDLER, WORKER_HANDLER, NoLambdaPythonError
 # The least-privilege table gathers the requests of every scenario of this
 # module in its process: scripts/test runs each file whole on one xdist worker
 # (--dist loadfile).
-pytestmark = [pytest.mark.slow, pytest.mark.s3, pytest.mark.synth]
+# The stage (wheel, venv, CDK synth) is built in whichever test runs first: at load ~13
+# on 2 cores that test took 234 s of pytest's 300 s default; the bound only stops a hang.
+pytestmark = [pytest.mark.slow, pytest.mark.s3, pytest.mark.synth, pytest.mark.timeout(1800)]
 
 ROOT = toolchain.ROOT
 SCHEDULE = {

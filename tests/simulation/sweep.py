@@ -18,6 +18,11 @@ from tests.simulation.harness import model_named, run_seed
 
 CHUNK = 250
 
+SWEEP_TIMEOUT = 1800
+"""The pytest-timeout of a sweep test: pytest's 300 s default stopped sweeps on a loaded
+2-core machine (they are CPU-bound: their wall grows with the load). A sweep fails on an
+invariant, never on time; this bound only stops a hang."""
+
 
 @dataclass
 class Sweep:

@@ -6,10 +6,14 @@ printed by its test (``test_simulation.py``); this one asserts the whole set.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.simulation.coverage import SEARCH, first_strike
 from tests.simulation.harness import AIM_MAX_REQUEST, PHASES, AimAction, triples
+from tests.simulation.sweep import SWEEP_TIMEOUT
 
 
+@pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_every_phase_request_and_action_when_aimed_then_each_one_struck() -> None:
     wanted = sorted(triples())
     never, failures, runs = [], [], 0

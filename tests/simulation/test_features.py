@@ -22,10 +22,12 @@ from tests.simulation import steps
 from tests.simulation.features import run_feature_seed
 from tests.simulation.harness import STRUCK, struck, triples
 from tests.simulation.invariants import Kind
+from tests.simulation.sweep import SWEEP_TIMEOUT
 
 SEEDS = int(os.environ.get("PAIL_SIM_FEATURE_SEEDS", "2000"))
 
 
+@pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_invariant_holds() -> (
     None
 ):
@@ -41,6 +43,7 @@ def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_
     assert not failures, "\n\n".join(failures[:2])
 
 
+@pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_cancels_that_stop_at_their_commit_point_when_simulated_then_claims_finish_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

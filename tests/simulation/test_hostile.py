@@ -23,13 +23,14 @@ from tests.simulation import steps
 from tests.simulation.harness import run_seed
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import Kind
-from tests.simulation.sweep import sweep
+from tests.simulation.sweep import SWEEP_TIMEOUT, sweep
 
 SEEDS = int(os.environ.get("PAIL_SIM_HOSTILE_SEEDS", "500"))
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 KNOWN_BAD_BUDGET = 60
 
 
+@pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_foreign_writers_when_simulated_then_every_invariant_holds() -> None:
     result = sweep(range(SEEDS), processes=PROCESSES, hostile=True)
 

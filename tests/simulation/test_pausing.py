@@ -16,13 +16,14 @@ from pail.protocol.pause import PauseCheck
 from tests.simulation.harness import run_seed
 from tests.simulation.invariants import Kind
 from tests.simulation.regressions import REGRESSIONS
-from tests.simulation.sweep import sweep
+from tests.simulation.sweep import SWEEP_TIMEOUT, sweep
 
 SEEDS = int(os.environ.get("PAIL_SIM_PAUSE_SEEDS", "1000"))
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 KNOWN_BAD_BUDGET = 60
 
 
+@pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_an_operator_pausing_and_resuming_when_simulated_then_every_invariant_holds() -> None:
     result = sweep(range(SEEDS), processes=PROCESSES, pausing=True)
 
