@@ -622,6 +622,9 @@ class PailQueue(Construct):
         # Always set, 1 too: an explicit count needs no read of the layout
         # marker, which a producer granted queue/* only may not read.
         env[config.ENV_SHARDS] = str(self.shards)
+        if self.declared_limits is not None:
+            # The reaper writes them; a worker Lambda looks at the limits before it claims.
+            env[config.ENV_LIMITS] = json.dumps(self.declared_limits, separators=(",", ":"))
         return env
 
     def enqueued_event_pattern(self) -> events.EventPattern:

@@ -129,6 +129,8 @@ class StopReason(StrEnum):
     """A claim found no job."""
     PAUSED = "paused"
     """The queue is paused (``pail pause``): no job may be claimed until it is resumed."""
+    LIMITED = "limited"
+    """The queue is at a concurrency or rate limit (``pail limit``): no job may start now."""
     MAX_JOBS = "max_jobs"
     """The number of jobs asked for was processed."""
     TIME_BUDGET = "time_budget"
@@ -426,6 +428,7 @@ def drain(
     flush: Callable[[], object] | None = None,
     interrupts: Interrupts = Interrupts.PROPAGATE,
     threads: ThreadFactory = SYSTEM_THREADS,
+    limited: Callable[[], float | None] | None = None,
 ) -> Tally:
     """Claim and run jobs until the queue is empty or the limits say stop.
 
@@ -444,6 +447,10 @@ def drain(
     ``interrupts``: what a handler's ``KeyboardInterrupt`` or ``SystemExit``
     means (``Interrupts``; the module docstring). ``threads`` (``pail.threads``)
     runs each handler and heartbeat; the simulation passes its own.
+    ``limited`` (no request: ``Pail.claims_limited_for``) tells a claim that
+    found no job because the queue is at a limit, and for how long it stays
+    so if known: the drain then stops with ``StopReason.LIMITED``, or,
+    polling, waits politely: its usual backoff, never less than that time.
     """
     try:
         return _drain(
@@ -459,6 +466,7 @@ def drain(
             paused,
             interrupts,
             threads,
+            limited,
         )
     finally:
         if flush is not None:
@@ -478,6 +486,7 @@ def _drain(
     paused: Callable[[], bool] | None,
     interrupts: Interrupts,
     threads: ThreadFactory = SYSTEM_THREADS,
+    limited: Callable[[], float | None] | None = None,
 ) -> Tally:
     observer = observer or LoggingObserver()
     clock = clock or SystemClock()
@@ -503,14 +512,24 @@ def _drain(
             message = None
         if message is None:
             is_paused = paused is not None and paused()
+            held_back = None if limited is None else limited()
             if polling is None:
-                tally.stop_reason = StopReason.PAUSED if is_paused else StopReason.EMPTY
+                tally.stop_reason = (
+                    StopReason.PAUSED
+                    if is_paused
+                    else StopReason.EMPTY
+                    if held_back is None
+                    else StopReason.LIMITED
+                )
                 return tally
             if is_paused and not announced_pause:
                 log.info("the queue is paused: claiming nothing until it is resumed")
             announced_pause = announced_pause or is_paused
             delay = polling.next(delay)
-            _idle(delay, limits, clock, tick)
+            # At a limit, back off as on an empty queue, but never wake before it can
+            # admit again (a rate limit's window end): no LIST that can only be refused.
+            wait = delay if held_back is None else min(max(delay, held_back), polling.ceiling)
+            _idle(wait, limits, clock, tick)
             continue
         delay = None
         if announced_pause:

@@ -696,6 +696,7 @@ class Pail:
             job_timeout=job_timeout,
             clock=self._clock,
             paused=lambda: self.claims_paused,
+            limited=self.claims_limited_for,
         )
         if tally.processed == 0 and tally.error is not None:
             raise tally.error  # the claim failed: say so, as ``claim()`` would
@@ -739,6 +740,7 @@ class Pail:
             clock=self._clock,
             paused=lambda: self.claims_paused,
             flush=self.flush,
+            limited=self.claims_limited_for,
         )
         return tally.processed
 
@@ -1081,6 +1083,24 @@ class Pail:
     def clear_limits(self) -> bool:
         """Remove every concurrency limit of the queue; False if it had none."""
         return limiting.clear(self._store, self._keys)
+
+    def claims_limited_for(self) -> float | None:
+        """If this thread's last claim found the queue at a limit, the seconds it stays so; else None."""
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        return None if claimer is None else claimer.limited_for()
+
+    @property
+    def knows_limits(self) -> bool:
+        """True when this thread's claimer has read limits that gate its claims (no request)."""
+        claimer: Claimer | None = getattr(self._local, "claimer", None)
+        return claimer is not None and claimer.gate.active
+
+    def limited_now(self) -> float | None:
+        """Seconds the queue stays at a limit, or None if a job may start: at most 2 requests.
+
+        What a worker Lambda asks first (``limits.gate.Gate.blocked``).
+        """
+        return self._claimer().gate.blocked()
 
     @property
     def claims_limited(self) -> bool:

@@ -37,12 +37,20 @@ attempt counts, so a job that never fits dead-letters instead of cycling.
 
 **It returns** a summary: ``processed``, ``succeeded``, ``failed``,
 ``retried``, ``dead_lettered``, ``released``, ``returned``, ``unrecorded``,
-``stop_reason`` (``empty``, ``paused``, ``time_budget``, ``max_jobs``, ``storage_error``;
-``paused``: the queue is paused, ``pail pause``, and it returned without claiming),
+``stop_reason`` (``empty``, ``paused``, ``limited``, ``time_budget``, ``max_jobs``,
+``storage_error``; ``paused``: the queue is paused, ``pail pause``, and it returned without
+claiming; ``limited``: every slot of the queue's concurrency limit was taken, or its rate's
+window was full, found with at most 2 requests before any claim, ``pail limit``),
 ``trigger`` and ``queue`` (plus an empty ``batchItemFailures`` for SQS, so no
 message is redelivered: the event only woke the worker). If S3 fails on a
 claim or while an outcome is recorded, the invocation raises instead, after
 publishing its metrics, so Lambda's retry and ``Errors`` metric see it.
+
+**At a limit** (``pail limit``, ``docs/limits.md``): an invocation for a
+queue whose construct declares limits (``PAIL_LIMITS``), or by a warm
+container that has seen limits, first reads them and lists the queue's
+slots (or its rate's window): at most 2 requests. With every slot taken it
+returns ``stop_reason: "limited"`` having claimed nothing.
 
 **Observability** (Powertools, see ``pail.aws.observability``): every log line
 carries ``queue``, and a line logged by a job's handler thread, or about a
@@ -66,7 +74,7 @@ from pail import config, log_keys, metrics_names
 from pail.aws.named import NamedFirst
 from pail.aws.triggers import LOGGED_KEYS, SQS, describe_trigger
 from pail.drain import Interrupts, JobReport, Outcome, StopReason, Tally, drain
-from pail.errors import ConfigurationError
+from pail.errors import ConfigurationError, StorageError
 from pail.message import Message
 from pail.queue import Pail
 
@@ -124,6 +132,8 @@ class _Runtime:
     reserve: float
     job_timeout: float | None
     max_jobs: int | None
+    look_first: bool = False
+    """``PAIL_LIMITS`` is set (the construct declares limits): look at them before any claim."""
 
 
 class LambdaWorker:
@@ -216,6 +226,7 @@ class LambdaWorker:
             reserve=reserve,
             job_timeout=settings.job_timeout,
             max_jobs=settings.max_jobs,
+            look_first=bool(env.get(config.ENV_LIMITS)),
         )
 
     def _connect(self, env: Mapping[str, str]) -> Pail:
@@ -259,6 +270,21 @@ class LambdaWorker:
         )
         observer = _Observer(runtime.logger, runtime.tracer)
         claims = NamedFirst(runtime.pail, trigger.keys)
+        held_back = None
+        if runtime.look_first or runtime.pail.knows_limits:
+            try:
+                held_back = runtime.pail.limited_now()
+            except StorageError as exc:  # the drain's claim meets it too, and decides
+                runtime.logger.warning("could not read the queue's limits: %s", exc)
+        if held_back is not None:
+            # Every slot is taken (or the rate's window is full): return at once, having
+            # read the limits and listed once, rather than claim only to be refused.
+            tally = Tally(stop_reason=StopReason.LIMITED)
+            runtime.logger.info("worker finished: the queue is at its limit", seconds=held_back)
+            summary = {**tally.to_json(), "trigger": trigger.kind, "queue": queue}
+            if trigger.kind == SQS:
+                summary["batchItemFailures"] = []
+            return summary
         try:
             with runtime_logs_through(runtime.logger):
                 tally = drain(
@@ -277,7 +303,7 @@ class LambdaWorker:
                 )
         finally:
             observer.publish(runtime.metrics)
-        summary: dict[str, Any] = {**tally.to_json(), "trigger": trigger.kind, "queue": queue}
+        summary = {**tally.to_json(), "trigger": trigger.kind, "queue": queue}
         if trigger.kind == SQS:
             summary["batchItemFailures"] = []
         runtime.logger.info("worker finished", **tally.to_json(), named=dict(claims.found))

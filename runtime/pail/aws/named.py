@@ -72,6 +72,10 @@ class NamedFirst[T]:
             if found is Named.PAUSED:
                 self._keys.clear()
                 return None  # the drain reads claims_paused and stops as paused
+            if found is Named.LIMITED:
+                # Its group or the queue is at a limit: the listing claims another group's
+                # job, or (the queue full, known without a request) ends as limited.
+                self._list = True
             if found is Named.DUE:
                 self._list = True
         if not self._list and set(self.found) == {Named.FOREIGN.value}:

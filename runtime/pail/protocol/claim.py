@@ -256,7 +256,7 @@ class Claimer:
         self._pause_check = PauseCheck(store, keys)
         self.paused = False
         """True when this claimer's last refill (or named claim) found the queue paused."""
-        self.gate = Gate(store, keys, clock=clock, rng=self._rng, stats=stats)
+        self.gate = Gate(store, keys, clock=clock, rng=self._rng, stats=stats, owner=owner)
         """The queue's concurrency limits as this claimer knows them (``pail.protocol.limits``)."""
         self.limited = False
         """True when the last claim found the queue at its concurrency limit (no job claimed)."""
@@ -278,6 +278,12 @@ class Claimer:
         lease = self._claim(polling and self._idle)
         self._idle = lease is None
         return lease
+
+    def limited_for(self) -> float | None:
+        """If the last claim found the queue at a limit, the seconds it stays so (0: unknown), else None."""
+        if not self.limited:
+            return None
+        return self.gate.full_for()
 
     def claim_key(self, key: str) -> Lease | None:
         """Claim the job whose pending entry is ``key`` (an S3 event named it), without listing.
@@ -518,6 +524,7 @@ class Claimer:
         source = self._page_keys
         page = self._list(source, continuation)
         self.lists += 1
+        self.gate.observe(page.server_time)  # the rate gate's clock: no request
         # Delayed entries sort first: promote the due ones, skip the rest (no
         # request at all when there are none).
         keys, extra_lists = delay.claimable_keys(

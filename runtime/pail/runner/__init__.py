@@ -231,6 +231,7 @@ def run(
             observer=observer,
             clock=pail.clock,
             paused=lambda: pail.claims_paused,
+            limited=pail.claims_limited_for,
             flush=pail.flush,
             interrupts=Interrupts.FAIL,  # a service never dies on one job; Ctrl-C is a signal here
         )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass
+from datetime import datetime
 
 from pail.clock import Clock
 from pail.errors import AccessDeniedError, PailError
@@ -34,6 +35,7 @@ from pail.keys import Keys
 from pail.protocol.limits import config, slots
 from pail.protocol.limits.config import Limits
 from pail.protocol.limits.groups import group_of
+from pail.protocol.limits.rate import NO_RATES, QUEUE_SCOPE, RateGate, RateLimits
 from pail.protocol.limits.slots import Held, SlotRecord
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
@@ -54,9 +56,14 @@ HINT_FOR = 2.0
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """Why ``admit`` gave no slot: the scope that is full (None: the queue's; else a group)."""
+    """Why ``admit`` gave no slot: the scope that is full (None: the queue's; else a group).
+
+    ``wait``: seconds until that scope may admit again, when known (a rate
+    limit's full window ends then); 0 when it is not known.
+    """
 
     group: str | None
+    wait: float = 0.0
 
 
 class Gate:
@@ -71,6 +78,7 @@ class Gate:
         rng: random.Random,
         stats: WriteStats | None = None,
         refresh: float = REFRESH,
+        owner: str = "",
     ) -> None:
         self._store = store
         self._keys = keys
@@ -86,6 +94,10 @@ class Gate:
         """The index given back last in each scope, and when."""
         self._denied_logged = False
         self.reads = 0
+        self.rates: RateLimits = NO_RATES
+        """The queue's rate limits (``limits.rate``), from the same object, read at the same time."""
+        self.rate = RateGate(store, keys, clock=clock, owner=owner, rng=rng, stats=stats)
+        self._rate_reason_logged = False
 
     @property
     def concurrent(self) -> bool:
@@ -94,8 +106,38 @@ class Gate:
 
     @property
     def active(self) -> bool:
-        """True if a claim must ask ``admit`` before its lease (a limit is set); else no request."""
-        return self.limits.concurrent
+        """True if a claim must ask ``admit`` before its lease (a concurrency or a rate limit is set)."""
+        return self.limits.concurrent or self.rates.limited
+
+    def observe(self, server_time: datetime) -> None:
+        """A server time the claim read (its listing's ``Date``): the rate gate's clock, free."""
+        if self.rates.limited:
+            self.rate.observe(server_time)
+
+    def blocked(self) -> float | None:
+        """Seconds the queue stays at a limit, or None if a job may start: at most 2 requests.
+
+        What a worker Lambda asks before anything else: the limits (one GET,
+        none if read within ``refresh``), then one LIST, of the queue's
+        slots (a concurrency limit) or of its rate's current window. A queue
+        without limits pays the GET alone, which its first claim reads anyway.
+        """
+        self.refresh()
+        if self.queue_full():
+            return max(self._full[None] - self._clock.monotonic(), 0.0)
+        concurrency = self.limits.concurrency
+        if concurrency is not None:
+            busy, _ = slots.occupied(self._store, slots.scope(self._keys, None), concurrency)
+            if len(busy) >= concurrency:
+                self._mark_full(None)
+                return FULL_FOR
+            return None
+        if self.rates.queue is not None:
+            wait = self.rate.full(QUEUE_SCOPE, self.rates.queue)
+            if wait is not None:
+                self._mark_full(None, wait)
+            return wait
+        return None
 
     def due(self) -> bool:
         """True if a refill now reads the limits (no request)."""
@@ -128,6 +170,15 @@ class Gate:
         if limits != self.limits:
             self._full.clear()
         self.limits = limits
+        self.rates = RateLimits.from_json(limits.extra.get("rate"))
+        if self.rates.reason is not None and not self._rate_reason_logged:
+            self._rate_reason_logged = True
+            log.warning(
+                "the rate section of %s is not one pail can read (%s): at most %s starts",
+                self._keys.limits(),
+                self.rates.reason,
+                self.rates.queue,
+            )
 
     def forget(self) -> None:
         """Read the limits again at the next refill (a test, or an operator's change here)."""
@@ -142,15 +193,22 @@ class Gate:
             return False
         return True
 
+    def full_for(self) -> float:
+        """Seconds the queue's scope stays marked full (0 if it is not), with no request."""
+        until = self._full.get(None)
+        return 0.0 if until is None else max(0.0, until - self._clock.monotonic())
+
     def queue_full(self) -> bool:
         """True while the queue's limit was found reached (no request)."""
-        return self.limits.concurrency is not None and self._is_full(None)
+        limited = self.limits.concurrency is not None or self.rates.queue is not None
+        return limited and self._is_full(None)
 
     def passes_by(self, job_id: str) -> bool:
         """True if the job's group was found at its limit: skip its entry with no request."""
         group = group_of(job_id)
         limit = self.limits.group_limit(group)
-        return limit is not None and self._is_full(group)
+        limited = limit is not None or self.rates.group_rate(group) is not None
+        return limited and self._is_full(group)
 
     def admit(self, job_id: str, lease: str, run: str) -> list[Held] | Refusal:
         """Hold every slot the job needs before its lease ``lease`` at ``run`` is written.
@@ -174,10 +232,32 @@ class Gate:
                     self.give_back(held)
                     return Refusal(scope)
                 held.append(slot)
+            if self.rates.limited:
+                refused = self._take_rates(group)
+                if refused is not None:
+                    self.give_back(held)
+                    return refused
         except BaseException:
             self.give_back(held)
             raise
         return held
+
+    def _take_rates(self, group: str | None) -> Refusal | None:
+        """The start tokens of the job's rate limits (its group's, then the queue's); None if taken.
+
+        After the slots, before the lease: a token is never given back, so it
+        is the last thing a start takes. A refused scope is passed by (a
+        group) or ends the claim (the queue) until its window ends.
+        """
+        scopes = self.rates.scopes(group)
+        if not scopes:
+            return None
+        answer = self.rate.take_all(scopes)
+        if answer.granted:
+            return None
+        refused = None if answer.refused in (None, QUEUE_SCOPE) else group
+        self._mark_full(refused, answer.wait)
+        return Refusal(refused, answer.wait)
 
     def _take(self, scope: str | None, limit: int, record: SlotRecord) -> Held | None:
         if limit <= 0 or self._is_full(scope):
@@ -215,8 +295,8 @@ class Gate:
             self._mark_full(scope)  # raced for the last free ones: back off a moment
         return won
 
-    def _mark_full(self, scope: str | None) -> None:
-        self._full[scope] = self._clock.monotonic() + FULL_FOR
+    def _mark_full(self, scope: str | None, seconds: float = FULL_FOR) -> None:
+        self._full[scope] = self._clock.monotonic() + seconds
 
     def prove(
         self, held: list[Held], *, answered: float, visibility_timeout: float

@@ -399,6 +399,8 @@ class Take:
     """Tokens taken (in other scopes of a ``take_all``) that start nothing."""
     tokens: tuple[tuple[str, str], ...] = ()
     """The tokens this start holds, as ``(key, write token)``: one per scope."""
+    refused: str | None = None
+    """The scope that refused (a ``take_all``'s first refusal)."""
 
 
 @dataclass
@@ -567,11 +569,45 @@ class RateGate:
                     failed=failed,
                     full=answer.full,
                     wasted=len(taken),
+                    refused=scope,
                 )
             taken.append(answer)
         last = taken[-1]
         tokens = tuple(token for answer in taken for token in answer.tokens)
         return Take(True, last.key, last.granted_at, 0.0, requests, failed, tokens=tokens)
+
+    def full(self, scope: str, rate: Rate) -> float | None:
+        """Seconds until the current window ends if it is full, else None: one LIST, no write.
+
+        A worker Lambda's look before it claims (``Gate.blocked``). The
+        listing's ``Date`` names the window; a window this taker already
+        knows full costs nothing.
+        """
+        slot_scope = (scope, rate.per)
+        state = self._windows.get(slot_scope)
+        if self.server.known and state is not None and state.full:
+            now = self.server.seconds()
+            if rate.window(datetime.fromtimestamp(now, UTC)) == state.window:
+                return max(0.0, rate.window_end(state.window) - now)
+        guess = self.server.seconds() if self.server.known else self._clock.now().timestamp()
+        window = rate.window(datetime.fromtimestamp(guess, UTC))
+        prefix = window_prefix(self._keys, scope, rate, window)
+        page = self._store.list(prefix)
+        self.server.observe(page.server_time)
+        self.stats.requests += 1
+        if rate.window(page.server_time) != window:
+            return None  # the guess was another window: say nothing is known, the claim will see
+        taken = {
+            slot
+            for item in page.items
+            if (slot := parse_slot(item.key[len(prefix) :])) is not None and slot < rate.max
+        }
+        state = _Window(window, rate.max, taken, listed=True, full=len(taken) >= rate.max)
+        self._windows[slot_scope] = state
+        if not state.full:
+            return None
+        self._hot.add(slot_scope)
+        return max(0.0, rate.window_end(window) - self.server.seconds())
 
     def _refused(self, rate: Rate, state: _Window, now: float, requests: int, failed: int) -> Take:
         self.stats.refused_full += 1
