@@ -54,6 +54,7 @@ from pail.protocol.delay import Priority, due_for, due_time
 from pail.protocol.delay import find as find_delayed
 from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
 from pail.protocol.lease import Lease
+from pail.protocol.limits.rate import Rate, RateLimits, set_rate
 from pail.protocol.overlap import FLUSH_TIMEOUT, Overlap, Threads
 from pail.protocol.reclaim import Reclaimer
 from pail.protocol.retry import RetryPolicy
@@ -1075,6 +1076,23 @@ class Pail:
         return limiting.set_limit(
             self._store, self._keys, concurrency, group=group, stats=self.write_stats
         )
+
+    def set_rate(self, rate: str | Rate | None, *, group: str | None = None) -> RateLimits:
+        """At most ``rate`` job starts per period (``"10/s"``, ``"1000/h"``; None removes it).
+
+        ``group`` as in ``set_limit``. Workers learn it within ``limits.gate.REFRESH``
+        seconds; ``docs/limits.md`` ("Rate limits") has the guarantee.
+
+        >>> from pail.store.memory import MemoryStore
+        >>> str(Pail(MemoryStore()).set_rate("10/s").queue)
+        '10/s'
+        """
+        parsed = Rate.parse(rate) if isinstance(rate, str) else rate
+        return set_rate(self._store, self._keys, parsed, group=group, stats=self.write_stats)
+
+    def rate_limits(self) -> RateLimits:
+        """The queue's rate limits (one GET: the limits object); none set: ``RateLimits()``."""
+        return RateLimits.from_json(self.limits().extra.get("rate"))
 
     def limits(self) -> limiting.Limits:
         """The queue's concurrency limits (one GET); ``Limits()`` (all None) when it has none."""

@@ -50,13 +50,13 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import quote, unquote
 
 from pail.clock import Clock
 from pail.codec import dumps
-from pail.errors import ConfigurationError, DecodeError, PailError
+from pail.errors import ConditionFailedError, ConfigurationError, DecodeError, PailError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, put_conditional
@@ -251,6 +251,69 @@ class RateLimits:
 NO_RATES = RateLimits()
 
 
+def set_rate(
+    store: Store,
+    keys: Keys,
+    rate: Rate | None,
+    *,
+    group: str | None = None,
+    stats: WriteStats | None = None,
+) -> RateLimits:
+    """Set (or with None remove) one rate limit in the queue's limits object; the rates now in force.
+
+    ``group=None``: the queue's; ``group="*"``: every group's without its own;
+    ``group="tenant-42"``: that group's own. The concurrency limits and any
+    other key of the object are kept. A read, then a write conditional on it
+    (``If-Match``, or ``If-None-Match`` for the first limit), retried when
+    another writer changed it meanwhile, as ``config.set_limit``.
+
+    >>> from pail.store.memory import MemoryStore
+    >>> store, keys = MemoryStore(), Keys()
+    >>> set_rate(store, keys, Rate(10, 1)).queue, set_rate(store, keys, Rate(2, 1), group="*").queue
+    (Rate(max=10, per=1), Rate(max=10, per=1))
+    """
+    from pail.protocol.limits import config, groups
+
+    if group is not None and group != groups.DEFAULT:
+        groups.validate(group)
+    for _ in range(config.UPDATE_TRIES):
+        found = store.get(keys.limits())
+        current = config.NONE if found is None else config.decode(found.body)
+        if current.reason is not None:
+            current = config.NONE  # unreadable bytes are replaced, as set_limit does
+        rates = RateLimits.from_json(current.extra.get("rate"))
+        if rates.reason is not None:
+            rates = NO_RATES
+        if group is None:
+            rates = replace(rates, queue=rate)
+        elif group == groups.DEFAULT:
+            rates = replace(rates, group=rate)
+        else:
+            own = {name: r for name, r in rates.groups.items() if name != group}
+            if rate is not None:
+                own[group] = rate
+            if len(own) > MAX_GROUP_RATES:
+                raise ConfigurationError(f"at most {MAX_GROUP_RATES} groups with own rates")
+            rates = replace(rates, groups=own)
+        extra: dict[str, object] = {k: v for k, v in current.extra.items() if k != "rate"}
+        if rates.limited:
+            extra["rate"] = rates.to_json()
+        token = new_token()
+        written = put_conditional(
+            store,
+            keys.limits(),
+            replace(current, extra=extra).encode(token),
+            token,
+            if_none_match=found is None,
+            if_match=None if found is None else found.etag,
+            stats=stats,
+            reason="limits",
+        )
+        if written is not None:
+            return rates
+    raise ConditionFailedError(keys.limits())
+
+
 def group_scope(group: str) -> str:
     """The scope segment of a group's tokens: its name percent-encoded, so any name is one segment.
 
@@ -342,6 +405,10 @@ def parse_token_key(keys: Keys, key: str) -> TokenKey | None:
     return TokenKey(scope, per, int(window_text), slot)
 
 
+AHEAD = 2.0
+"""Seconds an estimate of the server's clock may lead a fresh reading of it before it is reset."""
+
+
 class ServerClock:
     """A lower bound of the server's time: the latest ``Date`` read, plus the monotonic time since.
 
@@ -361,9 +428,16 @@ class ServerClock:
         return self._seconds is not None
 
     def observe(self, server_time: datetime) -> None:
-        """A time the server reported (a response's ``Date``, an object's ``LastModified``)."""
+        """A time the server reported (a response's ``Date``, an object's ``LastModified``).
+
+        A later reading moves the estimate on; one well behind it (more than
+        ``AHEAD`` seconds: more than truncation and travel explain) means the
+        estimate ran ahead (a monotonic clock faster than the server's, a
+        suspended host), and the reading replaces it.
+        """
         seconds = server_time.timestamp()
-        if self._seconds is None or seconds > self.seconds():
+        estimate = self.seconds()
+        if self._seconds is None or seconds > estimate or seconds < estimate - AHEAD:
             self._seconds, self._at = seconds, self._clock.monotonic()
 
     def seconds(self) -> float:
