@@ -17,6 +17,7 @@ from pail.cli.doctor import doctor
 from pail.cli.exit_codes import ExitCode
 from pail.cli.features import cancel
 from pail.cli.jobs import enqueue, result, status, url
+from pail.cli.limit import limit
 from pail.cli.local import demo, server
 from pail.cli.operate import reap, stats
 from pail.cli.pause import pause, resume
@@ -35,6 +36,7 @@ for command in (
     purge,
     pause,
     resume,
+    limit,
     dlq,
     dashboard,
     reap,

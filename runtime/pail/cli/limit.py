@@ -1,0 +1,174 @@
+"""``pail limit show|concurrency|rate|clear``: a queue's concurrency and rate limits (``docs/limits.md``).
+
+The limits live in the bucket (``_pail/limits``), so every worker and entry
+point honours them, whatever started it; a change reaches each worker
+within ``limits.gate.REFRESH`` seconds (plus the life of its page).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pail.cli.context import bucket_argument, global_options, options, resolve_bucket, split_bucket
+from pail.cli.exit_codes import CommandError, ExitCode
+from pail.errors import ConfigurationError
+from pail.output import Output
+from pail.protocol.limits import Limits
+from pail.protocol.limits.groups import DEFAULT
+from pail.protocol.limits.rate import Rate, RateLimits
+from pail.queue import Pail
+
+NONE = "none"
+GROUP_HELP = (
+    f"A group's own limit (NAME), or every group's without one ('{DEFAULT}'). Default: the queue's."
+)
+
+
+def limits_json(limits: Limits, rates: RateLimits) -> dict[str, Any]:
+    """A queue's limits as ``pail limit show --json`` prints them (and the dashboard shows them).
+
+    >>> limits_json(Limits(concurrency=3), RateLimits(queue=Rate(10, 1)))["rate"]["queue"]
+    '10/s'
+    """
+    return {
+        "concurrency": limits.concurrency,
+        "group_concurrency": limits.group_concurrency,
+        "groups": dict(sorted(limits.groups.items())),
+        "rate": {
+            "queue": None if rates.queue is None else str(rates.queue),
+            "group": None if rates.group is None else str(rates.group),
+            "groups": {name: str(rate) for name, rate in sorted(rates.groups.items())},
+        },
+        "unreadable": limits.reason or rates.reason,
+    }
+
+
+def limit_lines(limits: Limits, rates: RateLimits) -> list[str]:
+    """The human lines of ``pail limit show``: one per limit set, or "no limits".
+
+    >>> limit_lines(Limits(concurrency=3, group_concurrency=2), RateLimits(queue=Rate(10, 1)))
+    ['queue: at most 3 running at once', 'each group: at most 2 running at once', 'queue: at most 10/s starts']
+    """
+    lines: list[str] = []
+    if limits.reason or rates.reason:
+        lines.append(f"the limits object is unreadable ({limits.reason or rates.reason})")
+    if limits.concurrency is not None:
+        lines.append(f"queue: at most {limits.concurrency} running at once")
+    if limits.group_concurrency is not None:
+        lines.append(f"each group: at most {limits.group_concurrency} running at once")
+    lines += [f"group {n}: at most {c} running at once" for n, c in sorted(limits.groups.items())]
+    if rates.queue is not None:
+        lines.append(f"queue: at most {rates.queue} starts")
+    if rates.group is not None:
+        lines.append(f"each group: at most {rates.group} starts")
+    lines += [f"group {n}: at most {r} starts" for n, r in sorted(rates.groups.items())]
+    return lines or ["no limits"]
+
+
+@click.group()
+def limit() -> None:
+    """A queue's limits: jobs running at once, starts per period; queue-wide or per group."""
+
+
+@limit.command("show")
+@bucket_argument
+@global_options
+@click.pass_context
+def show(ctx: click.Context, bucket: str | None) -> None:
+    """The queue's limits. Cost: 1 GET (`_pail/limits`)."""
+    opts = options(ctx)
+    pail = opts.connect(resolve_bucket(bucket))
+    _print(opts.output(), pail)
+
+
+@limit.command("concurrency")
+@click.argument("args", nargs=-1, metavar="[BUCKET] N|none")
+@click.option("--group", metavar="NAME|*", help=GROUP_HELP)
+@global_options
+@click.pass_context
+def concurrency(ctx: click.Context, args: tuple[str, ...], group: str | None) -> None:
+    """At most N jobs running at once (`none` removes the limit).
+
+    \b
+      pail limit concurrency jobs 5                 5 exports at a time, across every worker
+      pail limit concurrency jobs 2 --group '*'     no tenant runs more than 2 at once
+      pail limit concurrency jobs 10 --group big    ... except tenant "big"
+    """
+    bucket, (value,) = split_bucket(args, ["N"])
+    count = None if value.lower() == NONE else _count(value)
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    _changed(lambda: pail.set_limit(count, group=group))
+    _print(opts.output(), pail)
+
+
+@limit.command("rate")
+@click.argument("args", nargs=-1, metavar="[BUCKET] COUNT/PERIOD|none")
+@click.option("--group", metavar="NAME|*", help=GROUP_HELP)
+@global_options
+@click.pass_context
+def rate(ctx: click.Context, args: tuple[str, ...], group: str | None) -> None:
+    """At most COUNT job starts per PERIOD (`10/s`, `1000/h`, `5/2s`; `none` removes it).
+
+    A fixed window of the bucket's clock: no window grants more starts
+    (docs/limits.md, "Rate limits"). Cost at claim time: 1 PUT per start.
+
+    \b
+      pail limit rate jobs 10/s                 10 calls a second to a partner API
+      pail limit rate jobs 100/min --group '*'  per tenant
+    """
+    bucket, (value,) = split_bucket(args, ["RATE"])
+    try:
+        parsed = None if value.lower() == NONE else Rate.parse(value)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), ExitCode.USAGE) from exc
+    opts = options(ctx)
+    pail = opts.connect(bucket)
+    _changed(lambda: pail.set_rate(parsed, group=group))
+    _print(opts.output(), pail)
+
+
+@limit.command("clear")
+@bucket_argument
+@global_options
+@click.pass_context
+def clear(ctx: click.Context, bucket: str | None) -> None:
+    """Remove every limit of the queue (concurrency and rates). Cost: 1 HEAD, 1 DELETE."""
+    opts = options(ctx)
+    pail = opts.connect(resolve_bucket(bucket))
+    out = opts.output()
+    removed = pail.clear_limits()
+    out.result(
+        {"changed": removed},
+        lambda: out.line("limits removed" if removed else "the queue had no limits"),
+    )
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CommandError(
+            f"N must be a whole number or 'none', got {text!r}", ExitCode.USAGE
+        ) from None
+    return value
+
+
+def _changed(change: Any) -> None:
+    try:
+        change()
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), ExitCode.USAGE) from exc
+
+
+def _print(out: Output, pail: Pail) -> None:
+    limits = pail.limits()
+    rates = RateLimits.from_json(limits.extra.get("rate"))
+
+    def human() -> None:
+        for line in limit_lines(limits, rates):
+            out.line(line)
+
+    out.result(limits_json(limits, rates), human)
