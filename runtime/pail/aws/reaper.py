@@ -112,6 +112,8 @@ class _Runtime:
     self_heal_after: float
     declared: str | None
     """``PAIL_SCHEDULES``: the schedules the CDK app declares, synced on the first run."""
+    declared_limits: str | None = None
+    """``PAIL_LIMITS``: the limits the CDK app declares, synced on the first run."""
 
 
 class ReaperFunction:
@@ -142,6 +144,7 @@ class ReaperFunction:
         self._runtime: _Runtime | None = None
         self._last_heal: float | None = None
         self._synced = False
+        self._limits_synced = False
 
     def __call__(self, event: Any, context: Any) -> dict[str, Any]:
         runtime = self._runtime or self._start()
@@ -181,6 +184,7 @@ class ReaperFunction:
             worker_function=worker or None,
             self_heal_after=after,
             declared=env.get(config.ENV_SCHEDULES),
+            declared_limits=env.get(config.ENV_LIMITS),
         )
 
     def _run(self, event: Any, context: Any) -> dict[str, Any]:
@@ -191,6 +195,7 @@ class ReaperFunction:
         failure: PailError | None = None
         with observability.runtime_logs_through(runtime.logger):
             synced = self._sync_schedules(runtime)
+            limits_synced = self._sync_limits(runtime)
             try:
                 report = runtime.pail.reap()
             except PailError as exc:
@@ -218,6 +223,7 @@ class ReaperFunction:
             },
             "schedules": None if report.schedules is None else report.schedules.to_json(),
             "schedules_synced": synced,
+            "limits_synced": limits_synced,
             "depth": depth.to_json(),
             "self_heal": {
                 "invoked": healed,
@@ -258,6 +264,32 @@ class ReaperFunction:
         if written or removed:
             runtime.logger.info("schedules: synced", written=written, removed=removed)
         return {"written": written, "removed": removed}
+
+    def _sync_limits(self, runtime: _Runtime) -> bool | None:
+        """On this container's first run: make the bucket hold the declared limits (as schedules).
+
+        None when nothing is declared (or it was done); True if written, False if in force.
+        """
+        if self._limits_synced or runtime.declared_limits is None:
+            return None
+        from pail.protocol.limits import declared
+
+        pail = runtime.pail
+        try:
+            written = declared.sync(
+                pail.store, pail.keys, runtime.declared_limits, stats=pail.write_stats
+            )
+        except ConfigurationError:
+            runtime.logger.exception("limits: the declared limits are unreadable")
+            self._limits_synced = True
+            return None
+        except PailError:
+            runtime.logger.exception("limits: syncing the declared limits failed")
+            return None
+        self._limits_synced = True
+        if written:
+            runtime.logger.info("limits: synced the declared limits")
+        return written
 
     def _self_heal(self, runtime: _Runtime, depth: Depth) -> tuple[bool, str | None]:
         if runtime.worker_function is None:
