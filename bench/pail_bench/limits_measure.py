@@ -38,6 +38,8 @@ from pail_bench.counting import RequestCounter, by_operation, diff, failed_condi
 
 BUCKET = "limits"
 HANDLER_SECONDS = 0.05
+POLL = [20.0]
+"""The work loops' longest idle wait (``pail work``'s default; ``--poll``)."""
 
 
 class Running:
@@ -104,7 +106,7 @@ def _work(
     began = time.monotonic()
     threads = [
         threading.Thread(
-            target=p.work, args=(handler,), kwargs={"stop": stop, "poll_interval": 2.0}
+            target=p.work, args=(handler,), kwargs={"stop": stop, "poll_interval": POLL[0]}
         )
         for p in pails
     ]
@@ -261,19 +263,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--big", type=int, default=None)
     parser.add_argument("--out", default=None, help="also write the figures here, as JSON")
+    parser.add_argument("--poll", type=float, default=20.0, help="work loops' longest idle wait")
+    parser.add_argument(
+        "--only", choices=("concurrency", "rate", "fairness"), default=None, help="one run"
+    )
     args = parser.parse_args(argv)
+    POLL[0] = args.poll
     jobs = args.jobs or (24 if args.quick else 96)
     big = args.big or (60 if args.quick else 1000)
     rate_jobs = 15 if args.quick else 40
     with LocalS3() as server:
         setup = _connect(server, "setup", RequestCounter())
         setup.store.client.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
-        figures = {
-            "workers": args.workers,
-            "concurrency": concurrency(server, args.workers, jobs),
-            "rate": rate(server, args.workers, rate_jobs),
-            "fairness": fairness(server, min(args.workers, 4), big, 10),
+        runs: dict[str, Callable[[], dict[str, Any]]] = {
+            "concurrency": lambda: concurrency(server, args.workers, jobs),
+            "rate": lambda: rate(server, args.workers, rate_jobs),
+            "fairness": lambda: fairness(server, min(args.workers, 4), big, 10),
         }
+        figures: dict[str, Any] = {"workers": args.workers, "poll_interval": args.poll}
+        for name, run in runs.items():
+            if args.only in (None, name):
+                figures[name] = run()
     text = json.dumps(figures, indent=2)
     print(text)
     if args.out:

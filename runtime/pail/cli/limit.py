@@ -14,57 +14,16 @@ import click
 from pail.cli.context import bucket_argument, global_options, options, resolve_bucket, split_bucket
 from pail.cli.exit_codes import CommandError, ExitCode
 from pail.errors import ConfigurationError
+from pail.operate.limits import limit_lines, limits_json, read_rates
 from pail.output import Output
-from pail.protocol.limits import Limits
 from pail.protocol.limits.groups import DEFAULT
-from pail.protocol.limits.rate import Rate, RateLimits
+from pail.protocol.limits.rate import Rate
 from pail.queue import Pail
 
 NONE = "none"
 GROUP_HELP = (
     f"A group's own limit (NAME), or every group's without one ('{DEFAULT}'). Default: the queue's."
 )
-
-
-def limits_json(limits: Limits, rates: RateLimits) -> dict[str, Any]:
-    """A queue's limits as ``pail limit show --json`` prints them (and the dashboard shows them).
-
-    >>> limits_json(Limits(concurrency=3), RateLimits(queue=Rate(10, 1)))["rate"]["queue"]
-    '10/s'
-    """
-    return {
-        "concurrency": limits.concurrency,
-        "group_concurrency": limits.group_concurrency,
-        "groups": dict(sorted(limits.groups.items())),
-        "rate": {
-            "queue": None if rates.queue is None else str(rates.queue),
-            "group": None if rates.group is None else str(rates.group),
-            "groups": {name: str(rate) for name, rate in sorted(rates.groups.items())},
-        },
-        "unreadable": limits.reason or rates.reason,
-    }
-
-
-def limit_lines(limits: Limits, rates: RateLimits) -> list[str]:
-    """The human lines of ``pail limit show``: one per limit set, or "no limits".
-
-    >>> limit_lines(Limits(concurrency=3, group_concurrency=2), RateLimits(queue=Rate(10, 1)))
-    ['queue: at most 3 running at once', 'each group: at most 2 running at once', 'queue: at most 10/s starts']
-    """
-    lines: list[str] = []
-    if limits.reason or rates.reason:
-        lines.append(f"the limits object is unreadable ({limits.reason or rates.reason})")
-    if limits.concurrency is not None:
-        lines.append(f"queue: at most {limits.concurrency} running at once")
-    if limits.group_concurrency is not None:
-        lines.append(f"each group: at most {limits.group_concurrency} running at once")
-    lines += [f"group {n}: at most {c} running at once" for n, c in sorted(limits.groups.items())]
-    if rates.queue is not None:
-        lines.append(f"queue: at most {rates.queue} starts")
-    if rates.group is not None:
-        lines.append(f"each group: at most {rates.group} starts")
-    lines += [f"group {n}: at most {r} starts" for n, r in sorted(rates.groups.items())]
-    return lines or ["no limits"]
 
 
 @click.group()
@@ -165,7 +124,7 @@ def _changed(change: Any) -> None:
 
 def _print(out: Output, pail: Pail) -> None:
     limits = pail.limits()
-    rates = RateLimits.from_json(limits.extra.get("rate"))
+    rates = read_rates(limits)
 
     def human() -> None:
         for line in limit_lines(limits, rates):

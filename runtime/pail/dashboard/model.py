@@ -22,10 +22,12 @@ from pail.keys import RUN
 from pail.operate.dead_letters import Letter, read_letter
 from pail.operate.failures import Failure, recent_failures
 from pail.operate.jobs import JobPage, JobRow, list_jobs, row_for, rows_from_scan
+from pail.operate.limits import limit_lines, read_rates
 from pail.operate.objects import JobDetail, JobKind, Reader
 from pail.operate.queues import QueueList, list_queues
 from pail.operate.search import SearchPage
 from pail.operate.snapshot import PAGE_SIZE, Snapshot, take_snapshot
+from pail.protocol import limits as limiting
 from pail.protocol import pause as pause_marker
 from pail.protocol.pause import PauseState
 from pail.protocol.schedules.definition import Schedule, validate_name
@@ -61,6 +63,8 @@ class QueueView:
     failures: tuple[Failure, ...]
     pause: PauseState | None = None
     """The queue's pause marker (``pail pause``), or None while it claims."""
+    limits: tuple[str, ...] = ()
+    """The queue's limits (``pail limit``), one line each (``operate.limits.limit_lines``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +121,7 @@ class Dashboard:
         self._queues: tuple[float, QueueList] | None = None
         self._snapshots: dict[str, tuple[float, Snapshot]] = {}
         self._pauses: dict[str, tuple[float, PauseState | None]] = {}
+        self._limits: dict[str, tuple[float, tuple[str, ...]]] = {}
         self._pails: dict[str, tuple[float, Pail]] = {}
         self._action_pails: dict[str, tuple[float, Pail]] = {}
         self._schedules: dict[tuple[str, str | None], tuple[float, SchedulesView]] = {}
@@ -194,12 +199,14 @@ class Dashboard:
                 self._snapshots.clear()
                 self._pauses.clear()
                 self._schedules.clear()
+                self._limits.clear()
                 self._queues = None
             else:
                 self._snapshots.pop(namespace, None)
                 self._pauses.pop(namespace, None)
                 for cached in [k for k in self._schedules if k[0] == namespace]:
                     del self._schedules[cached]
+                self._limits.pop(namespace, None)
 
     def queue_view(self, namespace: str) -> QueueView:
         snap = self.snapshot(namespace)
@@ -209,7 +216,27 @@ class Dashboard:
         )
         failures = recent_failures(snap, self.reader, limit=FAILURES_SHOWN)
         pause = self.pause_state(namespace)
-        return QueueView(namespace, snap, tuple(running), more, tuple(failures), pause)
+        return QueueView(
+            namespace,
+            snap,
+            tuple(running),
+            more,
+            tuple(failures),
+            pause,
+            self.limit_lines(namespace),
+        )
+
+    def limit_lines(self, namespace: str) -> tuple[str, ...]:
+        """The queue's limits, one line each (1 GET of ``_pail/limits``), read again at most every ``interval`` seconds."""
+        with self._lock:
+            cached = self._limits.get(namespace)
+            if cached is not None and self._fresh(cached[0], self.interval):
+                return cached[1]
+        limits = limiting.read(self.store, self.pail(namespace).keys)
+        lines = tuple(limit_lines(limits, read_rates(limits)))
+        with self._lock:
+            self._limits[namespace] = (self._clock(), lines)
+        return lines
 
     def jobs(self, namespace: str, kind: JobKind, *, after: str | None, limit: int = 50) -> JobPage:
         pail = self.pail(namespace)

@@ -342,6 +342,7 @@ def queue_page(frame: Frame, view: QueueView) -> str:
     body = (
         nav
         + pause_section(ns, view.pause)
+        + limits_section(view.limits)
         + counts
         + chart
         + running_table(ns, view.running, view.running_more)
@@ -349,6 +350,19 @@ def queue_page(frame: Frame, view: QueueView) -> str:
     )
     return layout(
         frame, f"Queue {queue_label(ns)}", body, crumbs=[(queue_path(ns), queue_label(ns))]
+    )
+
+
+def limits_section(lines: tuple[str, ...]) -> str:
+    """The queue's concurrency and rate limits (read-only: ``pail limit`` sets them).
+
+    >>> limits_section(("queue: at most 3 running at once",))
+    '<section data-live id="queue-limits" class="limits"><p>Limits (<code>pail limit</code>): queue: at most 3 running at once</p></section>'
+    """
+    shown = "; ".join(_e(line) for line in lines) if lines else "none"
+    return (
+        '<section data-live id="queue-limits" class="limits">'
+        f"<p>Limits (<code>pail limit</code>): {shown}</p></section>"
     )
 
 
