@@ -291,3 +291,21 @@ def test_given_a_foreign_rate_section_when_decoded_then_one_start_a_second_and_a
 ) -> None:
     section = rate.RateLimits.from_json(value)
     assert section.queue == rate.FOREIGN_RATE and section.reason
+
+
+def test_given_limits_when_the_dashboard_shows_the_queue_then_its_page_lists_them() -> None:
+    from pail import Pail
+    from pail.dashboard.model import Dashboard
+    from pail.dashboard.views import limits_section
+
+    store = RecordingStore()
+    queue = Pail(store, shards=1)
+    queue.set_limit(3)
+    queue.set_rate("10/s", group="*")
+
+    lines = Dashboard(store).queue_view("").limits
+
+    assert lines == ("queue: at most 3 running at once", "each group: at most 10/s starts")
+    assert "at most 3 running at once" in limits_section(lines)
+    assert "none" in limits_section(())
+    assert "&lt;b&gt;" in limits_section(("<b>",))
