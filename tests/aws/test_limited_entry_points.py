@@ -81,7 +81,10 @@ def test_given_a_queue_without_limits_when_the_worker_lambda_is_invoked_then_no_
     queue = Pail(store, shards=1, reclaim=False)
     queue.enqueue({"n": 1})
     handler = lambda_worker(
-        double, pail=Pail(store, shards=1, reclaim=False), logger=log_capture.logger, env={ENV_BUCKET: "jobs"}
+        double,
+        pail=Pail(store, shards=1, reclaim=False),
+        logger=log_capture.logger,
+        env={ENV_BUCKET: "jobs"},
     )
     store.clear()
 
