@@ -72,8 +72,8 @@ after their write at the earliest (S3 rounds up to midnight UTC), so it never fr
 a window that can still grant starts."""
 MAX_WRITES_PER_TAKE = 3
 """Token writes one take tries before it says "busy" (each after learning more of the window)."""
-WAKE_SPREAD = 0.5
-"""A refused taker wakes within this share of ``min(per, 1 s)`` after the window's end."""
+WAKE_SPREAD = 0.9
+"""A refused taker wakes within this share of ``min(per, 1 s)`` after the window's end: spread out, takers race less for the next window's slots."""
 BUSY_WAIT = 0.05
 """Seconds a taker that lost ``MAX_WRITES_PER_TAKE`` races in a row waits before trying again."""
 QUEUE_SCOPE = "queue"
@@ -514,6 +514,33 @@ def _counts(result: WriteResult, rate: Rate, window: int) -> bool:
     return rate.window(result.server_time) == window
 
 
+class _Hot:
+    """Scopes seen contended: a taker lists before it writes until ``COOL_AFTER`` clean grants.
+
+    One clean grant does not mean the race is over (16 workers at 5 a second
+    win cleanly now and then); writing blind again at once would lose more
+    writes than the LIST it saves.
+    """
+
+    COOL_AFTER = 4
+
+    def __init__(self) -> None:
+        self._left: dict[tuple[str, int], int] = {}
+
+    def add(self, scope: tuple[str, int]) -> None:
+        self._left[scope] = self.COOL_AFTER
+
+    def cooled(self, scope: tuple[str, int]) -> None:
+        left = self._left.get(scope, 0) - 1
+        if left > 0:
+            self._left[scope] = left
+        else:
+            self._left.pop(scope, None)
+
+    def __contains__(self, scope: object) -> bool:
+        return scope in self._left
+
+
 class RateGate:
     """Takes start tokens for one claimer. Not thread-safe: one per worker thread, like ``Claimer``.
 
@@ -542,8 +569,8 @@ class RateGate:
         self._write_stats = stats
         self.server = ServerClock(clock)
         self._windows: dict[tuple[str, int], _Window] = {}
-        self._hot: set[tuple[str, int]] = set()
-        """Scopes whose last window this taker saw contended or full: list before writing."""
+        self._hot = _Hot()
+        """Scopes this taker saw contended or full lately: list before writing."""
         self.stats = GateStats()
 
     def observe(self, server_time: datetime) -> None:
@@ -613,7 +640,7 @@ class RateGate:
                 self.stats.misfiled += 1
                 continue  # not a start: its write landed in another window
             if failed == 0:
-                self._hot.discard(slot_scope)
+                self._hot.cooled(slot_scope)
             granted = Take(
                 True, key, written.server_time, 0.0, requests, failed, tokens=((key, write),)
             )
