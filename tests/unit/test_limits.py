@@ -11,10 +11,12 @@ import threading
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pail.clock import ManualClock
 from pail.codec import LeaseRecord
-from pail.errors import ConfigurationError
+from pail.errors import ConfigurationError, DecodeError
 from pail.keys import Keys
 from pail.message import Message
 from pail.protocol import limits
@@ -22,6 +24,7 @@ from pail.protocol.limits import config, gate, groups, slots
 from pail.protocol.reaper import Reaper
 from pail.protocol.settle import Policy
 from pail.queue import Pail
+from tests.support.hostile import ALL_BODIES
 from tests.support.recording_store import RecordingStore
 
 VT = 30.0
@@ -362,3 +365,121 @@ def test_given_set_limit_then_overrides_and_defaults_are_kept_apart() -> None:
     with pytest.raises(ConfigurationError):
         limits.set_limit(store, keys, -1)
     assert limits.clear(store, keys) and limits.read(store, keys) == limits.NONE
+
+
+# -- any bytes: a value or the documented outcome, never another exception ----------
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(st.binary(max_size=300) | st.sampled_from(ALL_BODIES))
+def test_given_any_bytes_then_the_limits_decoder_gives_limits_never_more_than_one_if_foreign(
+    body: bytes,
+) -> None:
+    decoded = config.decode(body)
+    assert isinstance(decoded, config.Limits)
+    if decoded.reason is not None:
+        assert decoded.concurrency == 1 and not decoded.groups
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(st.binary(max_size=300) | st.sampled_from(ALL_BODIES))
+def test_given_any_bytes_then_the_slot_decoder_gives_a_slot_or_decode_error(body: bytes) -> None:
+    try:
+        record = slots.SlotRecord.decode(body)
+    except DecodeError:
+        return
+    assert record.job_id and record.lease and record.run
+
+
+@given(
+    st.builds(
+        config.Limits,
+        concurrency=st.none() | st.integers(0, config.MAX_CONCURRENCY),
+        group_concurrency=st.none() | st.integers(0, config.MAX_CONCURRENCY),
+        groups=st.dictionaries(st.from_regex(r"\A[a-z][a-z0-9-]{0,10}\Z"), st.integers(0, 50)),
+    )
+)
+@settings(max_examples=100, derandomize=True, database=None, deadline=None)
+def test_given_limits_pail_wrote_then_they_decode_to_themselves(limits: config.Limits) -> None:
+    assert config.decode(limits.encode("tok")) == limits
+
+
+# -- the other features keep their behaviour under limits ---------------------------
+
+
+def test_given_a_limit_when_a_running_job_is_cancelled_then_its_slot_goes_back_at_its_settle() -> (
+    None
+):
+    clock, store = world()
+    producer = pail(store, clock)
+    job_id = producer.enqueue({"i": 0}, group="t")
+    producer.set_limit(1, group="*")
+    worker = pail(store, clock)
+    message = worker.claim()
+    assert message is not None and len(held_slots(store)) == 1
+
+    assert producer.cancel(job_id) is True
+    assert message.complete("ignored") is False  # the cancel deleted the lease
+
+    assert held_slots(store) == []
+
+
+def test_given_grouped_jobs_then_delays_priorities_dedup_and_redrive_keep_the_group() -> None:
+    clock, store = world()
+    producer = Pail(store, clock=clock, visibility_timeout=VT, reclaim=False, max_retries=0)
+    producer.set_limit(1, group="*")
+    high = producer.enqueue({"n": "high"}, group="t", priority="high")
+    keyed = producer.enqueue({"n": "keyed"}, group="t", key="k-1")
+    batch = producer.enqueue_many([{"n": "b"}], group="u")
+    assert all(groups.group_of(job_id) is not None for job_id in (high, keyed, *batch))
+    worker = Pail(store, clock=clock, visibility_timeout=VT, reclaim=False, max_retries=0)
+
+    first = worker.claim()
+    second = worker.claim()
+    assert first is not None and first.id == high  # high priority first, within its group
+    assert second is not None and second.id in batch  # group t is full: u's job
+    assert worker.claim() is None and worker.claims_limited
+    first.fail("boom")  # dead-lettered (no retries): its slot goes back
+    assert producer.redrive(high) == [high]
+    second.complete(None)
+    third = worker.claim()
+    assert third is not None and third.id in (high, keyed)
+
+
+def test_given_a_sharded_namespaced_queue_then_its_slots_live_under_its_namespace() -> None:
+    clock, store = world()
+    producer = Pail(store, clock=clock, queue="reports", shards=4, reclaim=False)
+    producer.set_limit(1)
+    for i in range(4):
+        producer.enqueue({"i": i})
+    worker = Pail(store, clock=clock, queue="reports", shards=4, reclaim=False)
+    message = worker.claim()
+    assert message is not None
+    assert held_slots(store) == []  # the default queue's slots: none
+    keys = store.memory.keys()
+    assert [key for key in keys if "/_pail/slots/" in key] == ["reports/_pail/slots/queue/00000"]
+    assert worker.claim() is None and worker.claims_limited
+    message.complete(None)
+    assert worker.claim() is not None
+
+
+def test_given_a_paused_limited_queue_then_no_slot_is_taken() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    producer.enqueue({"i": 0})
+    producer.set_limit(2)
+    producer.pause("deploying")
+    worker = pail(store, clock)
+    assert worker.claim() is None and worker.claims_paused and not worker.claims_limited
+    assert held_slots(store) == []
+
+
+def test_given_a_limit_when_purged_then_pending_jobs_go_and_no_slot_is_left() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(3):
+        producer.enqueue({"i": i}, group="t")
+    producer.set_limit(1)
+    producer.purge()
+    assert pail(store, clock).claim() is None
+    assert held_slots(store) == []

@@ -336,3 +336,4 @@ class Gate:
         index = slots.index_of(slot.key, slots.scope(self._keys, slot.group))
         if index is not None:
             self._hints[slot.group] = (index, self._clock.monotonic())
+        self._full.pop(slot.group, None)  # a slot this claimer just freed: not full for it
