@@ -21,7 +21,7 @@ from tests.simulation.harness import run_seed
 from tests.simulation.invariants import Kind
 
 SEEDS = int(os.environ.get("PAIL_SIM_LIMITS_SEEDS", "300"))
-SEARCH = 200
+SEARCH = 500
 """Seeds a known-bad variant must be caught within."""
 
 
