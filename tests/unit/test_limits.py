@@ -20,6 +20,7 @@ from pail.errors import ConfigurationError, DecodeError
 from pail.keys import Keys
 from pail.message import Message
 from pail.protocol import limits
+from pail.protocol.claim import Named
 from pail.protocol.limits import config, gate, groups, slots
 from pail.protocol.reaper import Reaper
 from pail.protocol.settle import Policy
@@ -483,3 +484,20 @@ def test_given_a_limit_when_purged_then_pending_jobs_go_and_no_slot_is_left() ->
     producer.purge()
     assert pail(store, clock).claim() is None
     assert held_slots(store) == []
+
+
+def test_given_a_full_queue_when_a_named_entry_is_claimed_then_it_is_limited() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    first = producer.enqueue({"i": 0})
+    second = producer.enqueue({"i": 1})
+    producer.set_limit(1)
+    holder = pail(store, clock)
+    assert holder.claim_key(producer.keys.queue(first)) is not None
+    woken = pail(store, clock)
+
+    assert woken.claim_key(producer.keys.queue(second)) is None
+
+    assert woken.named_claim_found is Named.LIMITED and woken.claims_limited
+    assert woken.status(second) is not None  # still pending: nothing was written for it
+    assert len(held_slots(store)) == 1

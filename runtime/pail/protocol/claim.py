@@ -80,6 +80,16 @@ A paused queue (``pail.protocol.pause``) claims nothing: a refill that
 found candidates HEADs the pause marker, and if it exists drops the page
 (``Claimer.paused`` says so). One HEAD per refill, none per claim.
 
+A queue with concurrency limits (``pail.protocol.limits``): the limits are
+read beside the pause check (at most once per ``gate.REFRESH`` seconds, no
+request per claim), and a claim of a job under a limit holds its slots
+between steps 1 and 2 (``Gate.admit``): a create-only PUT per slot, naming
+the lease token step 2 writes. A group at its limit is passed by from its
+entries' keys (a job's id names its group), a page of only such entries
+makes the claim read the next page, and a full queue ends the claim with no
+lease (``Claimer.limited``). A refill orders the page round-robin across
+its groups (``limits.groups.fair_order``): fair sharing.
+
 Step 1 of the next claim can be read ahead (``read_ahead``), while this
 worker writes its current job's result: the candidate's GET then costs the
 next claim no round trip. A read ahead can be stale by the time it is used;
@@ -294,6 +304,7 @@ class Claimer:
         cached page and its walk are left as they were. See "A named
         candidate" in the module docstring.
         """
+        self.limited = False
         source = self._keys.of_key(key, QUEUE)
         job_id = source.entry_id(key, QUEUE)
         if job_id is None:
@@ -325,6 +336,7 @@ class Claimer:
         if self.paused:
             return self._found(Named.PAUSED)
         if self.gate.active and (self.gate.queue_full() or self.gate.passes_by(job_id)):
+            self.limited = True
             return self._found(Named.LIMITED)
         # The steps write in the candidate's shard, which they read from _page_keys.
         page_keys, self._page_keys = self._page_keys, source
@@ -336,6 +348,7 @@ class Claimer:
             self.named = Named.CLAIMED
             return outcome
         if outcome in (PASSED, LIMITED):
+            self.limited = True
             return self._found(Named.LIMITED)
         return self._found(Named.CLEARED if outcome == CLEARED else Named.TAKEN)
 
