@@ -67,8 +67,8 @@ LONGEST_FIRST = (
     "tests/infra/test_rehearsal.py",  # 91
     "tests/chaos/test_chaos.py",  # 89
     "tests/integration/test_concurrency.py",  # 47
-    "tests/simulation/test_features.py",  # 44
     "tests/bench/test_bench_quick.py",  # 38
+    "tests/simulation/test_features.py",  # 36
     SYNTHESISED_UNIT,  # ~35
     "tests/simulation/test_hostile.py",  # 35
     "tests/unit/test_decoder_fuzz.py",  # 27 (hypothesis)
@@ -78,6 +78,8 @@ LONGEST_FIRST = (
     "tests/simulation/test_coverage.py",  # 20
     "tests/simulation/test_pausing.py",  # 17
     "tests/reliability/test_hostile_review.py",  # 15
+    "tests/features/test_nightly_report.py",  # 13
+    "tests/chaos/test_fan_in.py",  # 13
     "tests/simulation/test_schedules_sim.py",  # 11
     "tests/simulation/test_workers_only.py",  # 11
     "tests/cli/test_rough_edges.py",  # 9
