@@ -155,9 +155,12 @@ def test_given_foreign_bytes_in_the_limits_object_then_one_job_runs_at_a_time(
     assert limits.concurrency == 1 and limits.reason
     first, second = connect(), connect()
 
-    assert first.claim() is not None
+    held = first.claim()
+    assert held is not None
     assert second.claim() is None and second.claims_limited
     assert producer.set_limit(3).reason is None  # set_limit replaces the bytes
+    held.complete(None)
+    first.flush()
 
 
 def test_given_a_limited_queue_when_jobs_fail_or_are_released_then_the_slot_goes_back_at_once(
@@ -178,3 +181,4 @@ def test_given_a_limited_queue_when_jobs_fail_or_are_released_then_the_slot_goes
     claim_and(lambda m: m.release("stopping", started=False))
     claim_and(lambda m: m.fail("boom"))  # no retries left: dead-lettered
     claim_and(lambda m: m.complete({"ok": True}))
+    worker.flush()
