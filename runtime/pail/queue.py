@@ -54,7 +54,7 @@ from pail.protocol.delay import Priority, due_for, due_time
 from pail.protocol.delay import find as find_delayed
 from pail.protocol.enqueue import DEFAULT_MAX_WORKERS, enqueue_many, put_pending
 from pail.protocol.lease import Lease
-from pail.protocol.limits.rate import Rate, RateLimits, set_rate
+from pail.protocol.limits.rate import Rate, RateLimits, SweepReport, set_rate, sweep
 from pail.protocol.overlap import FLUSH_TIMEOUT, Overlap, Threads
 from pail.protocol.reclaim import Reclaimer
 from pail.protocol.retry import RetryPolicy
@@ -1089,6 +1089,14 @@ class Pail:
         """
         parsed = Rate.parse(rate) if isinstance(rate, str) else rate
         return set_rate(self._store, self._keys, parsed, group=group, stats=self.write_stats)
+
+    def sweep_rate_tokens(self, *, max_deletes: int = 1000) -> SweepReport:
+        """Delete the start tokens of rate windows that are over (``rate.sweep``), at most ``max_deletes``.
+
+        What the construct's lifecycle rule does for a deployed bucket; run it
+        (``pail limit sweep``) where there is none.
+        """
+        return sweep(self._store, self._keys, max_deletes=max_deletes)
 
     def rate_limits(self) -> RateLimits:
         """The queue's rate limits (one GET: the limits object); none set: ``RateLimits()``."""

@@ -63,3 +63,23 @@ def test_given_bad_limits_when_set_then_usage_errors_name_the_problem(
     assert bad_rate.exit_code == 2 and "invalid rate" in bad_rate.stderr
     assert bad_count.exit_code == 2 and "whole number" in bad_count.stderr
     assert bad_group.exit_code == 2, bad_group.stderr
+
+
+def test_given_past_rate_tokens_when_swept_from_the_cli_then_they_go_and_the_current_stay(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    from datetime import UTC, datetime
+
+    from pail.protocol.limits import rate
+
+    limit = Rate(5, 60)
+    window = limit.window(datetime.now(UTC))
+    for back in (3, 2):
+        pail.store.put(rate.token_key(pail.keys, rate.QUEUE_SCOPE, limit, window - back, 0), b"{}")
+    current = rate.token_key(pail.keys, rate.QUEUE_SCOPE, limit, window + 1, 0)
+    pail.store.put(current, b"{}")
+
+    swept = invoke("limit", "sweep", bucket, "--json")
+
+    assert json.loads(swept.stdout) == {"deleted": 2, "lists": 1, "foreign": 0, "more": False}
+    assert [item.key for item in pail.store.list(pail.keys.rate_tokens()).items] == [current]

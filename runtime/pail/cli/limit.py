@@ -105,6 +105,38 @@ def clear(ctx: click.Context, bucket: str | None) -> None:
     )
 
 
+@limit.command("sweep")
+@bucket_argument
+@click.option(
+    "--max-deletes",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Delete at most this many tokens this run.",
+)
+@global_options
+@click.pass_context
+def sweep(ctx: click.Context, bucket: str | None, max_deletes: int) -> None:
+    """Delete the start tokens of rate windows that are over (`_pail/rate/`).
+
+    A bucket the construct made expires them by a lifecycle rule; elsewhere
+    run this now and then (cron, or beside `pail reap --every`). Cost: 1
+    LIST per 1,000 tokens, 1 DELETE per token of a past window.
+    """
+    opts = options(ctx)
+    pail = opts.connect(resolve_bucket(bucket))
+    out = opts.output()
+    report = pail.sweep_rate_tokens(max_deletes=max_deletes)
+    data = {
+        "deleted": report.deleted,
+        "lists": report.lists,
+        "foreign": report.foreign,
+        "more": report.more,
+    }
+    more = " (more left: run it again)" if report.more else ""
+    out.result(data, lambda: out.line(f"deleted {report.deleted} past rate tokens{more}"))
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
