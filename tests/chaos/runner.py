@@ -30,7 +30,11 @@ and drained 100 of 300 jobs in 128 s that way). The audit:
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -124,8 +128,45 @@ class ChaosReport:
         )
 
 
+class _Forked:
+    """A worker the zygote forked (not this process's child): ``Popen``'s ``pid``, ``args``,
+    ``poll``, ``send_signal`` and ``wait``, through a pidfd (no pid can be reused under it)."""
+
+    def __init__(self, pid: int, args: list[str]) -> None:
+        self.pid = pid
+        self.args = args
+        try:
+            self._fd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:  # it has already ended (and been reaped)
+            self._fd = None
+
+    def _ended(self, timeout: float | None) -> bool:
+        if self._fd is not None and select.select([self._fd], [], [], timeout)[0]:
+            os.close(self._fd)  # readable: the process has ended
+            self._fd = None
+        return self._fd is None
+
+    def poll(self) -> int | None:
+        """None while it runs (its exit status is the zygote's to reap, so 0 once it ended)."""
+        return 0 if self._ended(0) else None
+
+    def send_signal(self, signum: int) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._fd, signum)
+
+    def wait(self) -> int:
+        """Until the process has ended."""
+        self._ended(None)
+        return 0
+
+
 class _Fleet:
-    """The worker processes: start, kill, restart, stop."""
+    """The worker processes: start, kill, restart, stop.
+
+    Workers are forked by one zygote process (``worker_main --zygote``) that imported
+    pail and boto3 once; a (re)started worker is a new process all the same.
+    """
 
     def __init__(self, config: ChaosConfig, bucket: str, endpoint: str, record: Path) -> None:
         self._command = [
@@ -146,10 +187,18 @@ class _Fleet:
             str(config.work_seconds),
             *config.worker_args,
         ]
-        self._log = (record.parent / "workers.log").open("ab")
+        self._log_path = record.parent / "workers.log"
+        self._log = self._log_path.open("ab")
         self._record = record
         self._read = 0
-        self.processes = []
+        self._zygote = subprocess.Popen(
+            [*self._command[:3], "--zygote"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        self.processes: list[_Forked] = []
         if config.known_bad:
             # The known-bad worker first, and the good ones only once it says it is up:
             # every job is still pending then, however slowly the machine starts processes.
@@ -164,16 +213,22 @@ class _Fleet:
         """Pids that have started a job: the only ones a kill may hit."""
         self.starts = 0
 
-    def _start(self, command: list[str] | None = None) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            command or self._command,
-            cwd=ROOT,
-            stdout=self._log,
-            stderr=self._log,
-            stdin=subprocess.DEVNULL,
-        )
+    def _start(self, command: list[str] | None = None) -> _Forked:
+        args = command or self._command
+        assert self._zygote.stdin is not None and self._zygote.stdout is not None
+        request = json.dumps([args[3:], str(self._log_path)]) + "\n"
+        try:
+            self._zygote.stdin.write(request.encode())
+            self._zygote.stdin.flush()
+            answer = self._zygote.stdout.readline()
+        except BrokenPipeError:
+            answer = b""
+        if not answer.strip():
+            log = self._log_path.read_text(errors="replace")
+            raise RuntimeError(f"the chaos workers' zygote exited: {log[-2000:]}")
+        return _Forked(int(answer), args)
 
-    def _wait_ready(self, process: subprocess.Popen[bytes], ready: Path, limit: float) -> None:
+    def _wait_ready(self, process: _Forked, ready: Path, limit: float) -> None:
         """Until ``process`` created ``ready``; fails if it exits first or takes ``limit`` seconds."""
         deadline = time.monotonic() + limit
         while not ready.exists():
@@ -207,7 +262,7 @@ class _Fleet:
         process.send_signal(signal.SIGKILL)
         process.wait()
         self.killed[process.pid] = time.monotonic()
-        self.processes[index] = self._start(process.args)  # type: ignore[arg-type]
+        self.processes[index] = self._start(process.args)
         return True
 
     def kill_pid(self, pid: int) -> bool:
@@ -219,7 +274,7 @@ class _Fleet:
         process.send_signal(signal.SIGKILL)
         process.wait()
         self.killed[process.pid] = time.monotonic()
-        self.processes[index] = self._start(process.args)  # type: ignore[arg-type]
+        self.processes[index] = self._start(process.args)
         return True
 
     def stop(self) -> None:
@@ -228,6 +283,15 @@ class _Fleet:
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
             process.wait()
+        if self._zygote.stdin is not None:
+            self._zygote.stdin.close()  # its end of input: it exits
+        try:
+            self._zygote.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._zygote.kill()
+            self._zygote.wait()
+        if self._zygote.stdout is not None:
+            self._zygote.stdout.close()
         self._log.close()
 
 
