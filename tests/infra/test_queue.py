@@ -198,6 +198,8 @@ def test_given_custom_props_when_synthesised_then_user_overrides_and_options_app
                 "Rules": [
                     Match.object_like({"Prefix": f"reports/{DONE}", "ExpirationInDays": 3}),
                     Match.object_like({"Prefix": f"reports/{DEDUP}", "ExpirationInDays": 2}),
+                    # A rate limit's start tokens: always, a day after their write.
+                    Match.object_like({"Prefix": f"reports/{RATE}", "ExpirationInDays": 1}),
                     Match.object_like(
                         {"Prefix": "reports/", "AbortIncompleteMultipartUpload": Match.any_value()}
                     ),
