@@ -483,10 +483,20 @@ class Claimer:
         )
         if promoted and not self.paused:
             if not self._cache:
-                # The pause was not checked for an empty page: these are candidates.
+                # The pause (and the limits) were not checked for an empty page:
+                # these are candidates.
                 self.paused = self._checked_pause()
+                if not self.paused:
+                    self._checked_limits()
             if not self.paused:
                 self._cache[self._cursor : self._cursor] = promoted
+
+    def _checked_limits(self) -> None:
+        try:
+            self.gate.refresh()
+        except PailError:
+            self.forget()  # a page whose limits could not be read must never be walked
+            raise
 
     def _checked_pause(self) -> bool:
         try:
@@ -526,7 +536,7 @@ class Claimer:
         # A paused queue claims nothing: one HEAD per refill that found candidates.
         self.paused = bool(self._cache) and self._checked_pause()
         if self._cache and not self.paused:
-            self.gate.refresh()  # at most one GET per ``gate.REFRESH`` seconds
+            self._checked_limits()  # at most one GET per ``gate.REFRESH`` seconds
         if self.paused:
             self._cache = []
         self._cursor = self._rng.randrange(min(len(self._cache), self._spread) or 1)
