@@ -65,11 +65,10 @@ SYNTHESISED_UNIT = "tests/infra[synthesised apps]"
 LONGEST_FIRST = (
     "tests/simulation/test_simulation.py",  # 158 (its sweeps run 2 processes)
     "tests/infra/test_rehearsal.py",  # 91
-    "tests/chaos/test_chaos.py",  # 89
     "tests/integration/test_concurrency.py",  # 47
+    "tests/chaos/test_chaos.py",  # 41
     "tests/bench/test_bench_quick.py",  # 38
     "tests/simulation/test_features.py",  # 36
-    SYNTHESISED_UNIT,  # ~35
     "tests/simulation/test_hostile.py",  # 35
     "tests/unit/test_decoder_fuzz.py",  # 27 (hypothesis)
     "tests/demo/test_demo.py",  # 22
@@ -78,11 +77,13 @@ LONGEST_FIRST = (
     "tests/simulation/test_coverage.py",  # 20
     "tests/simulation/test_pausing.py",  # 17
     "tests/reliability/test_hostile_review.py",  # 15
+    SYNTHESISED_UNIT,  # 14
     "tests/features/test_nightly_report.py",  # 13
-    "tests/chaos/test_fan_in.py",  # 13
     "tests/simulation/test_schedules_sim.py",  # 11
     "tests/simulation/test_workers_only.py",  # 11
+    "tests/chaos/test_fan_in.py",  # 9
     "tests/cli/test_rough_edges.py",  # 9
+    "tests/infra/test_limits_props.py",  # 9
     "tests/aws/test_signals_phases.py",  # 9
 )
 
