@@ -857,13 +857,15 @@ class Pail:
         return self._the_reaper().reap()
 
     def _reclaim_leases(self) -> ReapReport:
-        # The workers' pass (and reclaim()) is 0.1.1's: the leases only, no schedule ticks;
-        # and the slots, once this worker's claims met a concurrency limit.
+        # The workers' pass (and reclaim()) is 0.1.1's: the leases, no schedule ticks;
+        # the slots, once this worker's claims met a concurrency limit; and the
+        # waiting jobs' late edges (one LIST of wait/), which only a pass promotes.
         reaper = self._the_reaper()
         report = reaper.reclaim_leases()
         claimer: Claimer | None = getattr(self._local, "claimer", None)
         if claimer is not None and claimer.gate.active:
             report.slots = reaper.recover_slots()
+        report.dependencies = reaper.run_dependencies(report)
         return report
 
     def _the_reaper(self) -> Reaper:

@@ -36,9 +36,9 @@ def test_given_delayed_job_when_claiming_before_its_time_then_none_and_no_extra_
 
     assert pail.claim() is None
 
-    # The one LIST a claim of an empty queue makes, and the LIST of run/ of the first
-    # claim's reclaim pass (pail.protocol.reclaim; the next is a visibility timeout away).
-    assert counter.total() - before == 1 + 1
+    # The one LIST a claim of an empty queue makes, and the LISTs of run/ and wait/ of the
+    # first claim's reclaim pass (pail.protocol.reclaim; the next is a visibility timeout away).
+    assert counter.total() - before == 1 + 2
     status = pail.status(job_id)
     assert status is not None and status.state is JobState.PENDING
     assert (pail.stats().pending, pail.stats().delayed) == (0, 1)  # not claimable yet
@@ -57,9 +57,10 @@ def test_given_due_delayed_entry_when_working_then_it_runs_once_at_its_measured_
 
     assert seen == [{"n": 1}]
     # LIST, promotion (GET, PUT, DELETE), the refill's pause check (HEAD), claim (GET, PUT,
-    # DELETE, HEAD), complete (PUT, DELETE), the first claim's reclaim pass (LIST of run/),
-    # and the first refill's read of the limits (GET: once per worker per limits.gate.REFRESH)
-    assert counter.total() - before == 11 + 1 + 1
+    # DELETE, HEAD), complete (PUT, DELETE), the first claim's reclaim pass (LISTs of run/
+    # and wait/), and the first refill's read of the limits (GET: once per worker per
+    # limits.gate.REFRESH)
+    assert counter.total() - before == 11 + 2 + 1
     assert pail.result(job_id) == {}
     assert pail.stats().pending == 0
 

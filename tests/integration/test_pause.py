@@ -42,9 +42,10 @@ def test_given_a_backlog_when_one_worker_claims_it_then_one_pause_head_per_page_
 
     assert claimed == 100
     # One listing served all 100 claims; the last claim's listing found the queue empty,
-    # which costs no HEAD: 1 pause check for 100 claims. The third LIST is the first
-    # claim's reclaim pass over run/ (pail.protocol.reclaim: once per visibility timeout).
-    assert counted.calls["ListObjectsV2"] == 3
+    # which costs no HEAD: 1 pause check for 100 claims. The third and fourth LISTs are the
+    # first claim's reclaim pass over run/ and wait/ (pail.protocol.reclaim: once per
+    # visibility timeout).
+    assert counted.calls["ListObjectsV2"] == 4
     assert counted.calls["pause HEAD"] == 1
 
 
@@ -58,8 +59,9 @@ def test_given_an_idle_paused_worker_when_it_polls_then_each_poll_is_one_list_an
     polls = [pail.claim() for _ in range(5)]
 
     assert polls == [None] * 5 and pail.claims_paused
-    # One LIST more: the first claim's reclaim pass over run/ (then throttled for 30 s).
-    assert counted.calls == Counter({"ListObjectsV2": 5 + 1, "pause HEAD": 5})
+    # Two LISTs more: the first claim's reclaim pass over run/ and wait/ (then throttled
+    # for 30 s).
+    assert counted.calls == Counter({"ListObjectsV2": 5 + 2, "pause HEAD": 5})
 
 
 def test_given_a_worker_holding_a_page_when_paused_then_it_claims_only_from_that_page_until_resumed(

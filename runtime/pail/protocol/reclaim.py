@@ -7,11 +7,13 @@ shape: a ``Pail`` whose claims reclaim (the default; ``reclaim=False``,
 ``PAIL_RECLAIM=false`` or ``pail work --no-reclaim`` turn it off) runs one
 pass of the reaper over the leases (``Reaper.reclaim_leases``, unchanged: the
 same fence, the same bounded pages; not the schedules' ticks, which stay the
-scheduled reaper's) before a claim, **at most once per interval**, the
+scheduled reaper's; but the waiting jobs' late edges, ``Reaper.run_dependencies``,
+since only a pass promotes them) before a claim, **at most once per interval**, the
 visibility timeout. Every other claim pays one clock read, so a claim stays O(1) in the
 backlog and in the number of running jobs; the pass itself costs what a
 reaper pass costs (one LIST of ``run/`` while it fits in a page, plus a GET,
-a PUT and the transition's writes per expired lease).
+a PUT and the transition's writes per expired lease; one LIST of ``wait/``,
+plus a HEAD per unmet late edge whose dependency is not listed running).
 
 The first claim of a ``Pail`` runs a pass (0.1.1 did too: a one-shot
 ``work_once`` process, a cron container, recovers the jobs of the one before
