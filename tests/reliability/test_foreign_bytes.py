@@ -274,14 +274,20 @@ def test_given_hostile_waiting_records_when_dependencies_end_and_the_reaper_runs
     told = pail.enqueue_many([{"n": n} for n in range(2)], then=garbage[:2])
     pail.enqueue({"n": 3}, after=[told[0]])  # and a late edge the reaper's pass looks at
 
-    while pail.work_once(lambda payload: payload):
+    # The worker's claims reclaim too, and that pass reads wait/ with the reaper's Repairer
+    # (each record once per ETag): a worker of its own, so the reaper's pass reads them first.
+    worker = connect(max_retries=0, reclaim=False)
+    while worker.work_once(lambda payload: payload):
         pass
-    pail.flush()
+    worker.flush()
     report = pail.reap()
+    workers_pass = connect(max_retries=0).reclaim()  # a worker's reclaim pass meets them too
     statuses = [pail.status(job_id) for job_id in garbage]
     stats = pail.stats()
 
     assert report.dependencies is not None and report.dependencies.foreign == len(garbage)
+    assert workers_pass.dependencies is not None
+    assert workers_pass.dependencies.foreign == len(garbage)
     assert all(s is not None and s.state is JobState.WAITING and s.error for s in statuses)
     assert (stats.done, stats.pending, stats.waiting) == (
         2,
