@@ -323,7 +323,10 @@ class Ledger:
     def cancelled(self, job_id: str) -> None:
         """A cancellation passed its commit point (a marked entry, or the cancelled marker)."""
         job = self.jobs.get(job_id)
-        if job is not None and job.cancelled_at is None:
+        # A job that has ended (dead, done) has no commit point left to pass: the mark landed on
+        # an entry that outlived the job (a resent enqueue re-created it), the cancel then finds
+        # the outcome and says "ended", and a later redrive starts a new life that may run.
+        if job is not None and job.cancelled_at is None and job.terminal_at is None:
             job.cancelled_at = self._scheduler.now
 
     def cancel_returned(self, job_id: str, cancelled: bool) -> None:
