@@ -1052,9 +1052,10 @@ class Pail:
         )
 
     def purge(self, *, limit: int | None = None) -> PurgeReport:
-        """Cancel every pending job (at most ``limit``); running jobs are never touched.
+        """Cancel every pending and waiting job (at most ``limit``); running jobs are never touched.
 
-        Each purged job ends ``cancelled``; see ``pail.operate.purge`` for the cost.
+        Each purged job ends ``cancelled`` (a waiting job's dependents too, as
+        ``cancel``); see ``pail.operate.purge`` for the cost.
         """
         if limit is not None:
             validate_count("limit", limit)

@@ -163,18 +163,19 @@ def confirm(question: str, yes: bool) -> None:
 @global_options
 @click.pass_context
 def purge(ctx: click.Context, bucket: str | None, yes: bool, limit: int | None) -> None:
-    """Cancel every pending (and delayed) job of the queue; running jobs are never touched.
+    """Cancel every pending, delayed and waiting job of the queue; running jobs are never touched.
 
-    Each purged job ends `cancelled`, as with `pail cancel`. Cost: 4 requests
-    per job, plus a LIST per 1,000. Interrupted, it leaves every job pending,
+    Each purged job ends `cancelled`, as with `pail cancel` (a waiting job's
+    dependents too). Cost: 4 requests per job (3 per waiting job), plus a
+    LIST per 1,000. Interrupted, it leaves every job pending, waiting,
     cancelled, or marked so that no worker runs it: run it again to finish.
     """
     opts = options(ctx)
     pail = opts.connect(resolve_bucket(bucket))
     out = opts.output()
     where = f"s3://{pail.bucket}/{pail.keys.root}"
-    waiting = take_snapshot(pail.store, pail.keys, Reader(pail.store)).census
-    count = f"{waiting.pending} pending and {waiting.delayed} delayed"
+    census = take_snapshot(pail.store, pail.keys, Reader(pail.store)).census
+    count = f"{census.pending} pending, {census.delayed} delayed and {census.waiting} waiting"
     confirm(f"cancel {count} job(s) in {where}?", yes)
     report = pail.purge(limit=limit)
 
@@ -185,7 +186,9 @@ def purge(ctx: click.Context, bucket: str | None, yes: bool, limit: int | None) 
                 f"{len(report.skipped)} left the queue meanwhile (claimed or ended): untouched"
             )
         if report.foreign:
-            out.note(f"{len(report.foreign)} object(s) under queue/ are not jobs: left alone")
+            out.note(
+                f"{len(report.foreign)} object(s) under queue/ or wait/ are not jobs: left alone"
+            )
         if not report.complete:
             out.note(f"stopped at --limit {limit}; run again for the rest")
 

@@ -1,4 +1,4 @@
-"""Purge a queue: cancel every pending job, and never touch a running one.
+"""Purge a queue: cancel every pending or waiting job, and never touch a running one.
 
 Each pending entry goes through the cancel transition
 (``pail.protocol.cancel.cancel_entry``, ``docs/protocol.md`` "Cancel"), so a
@@ -14,6 +14,14 @@ requests; a delayed entry costs 3 (GET, marker, DELETE). Plus one LIST per
 1,000 entries. A crash part-way leaves every job either untouched (still
 pending: purge again), or cancelled, or marked cancelled in its entry (the
 claim that reads it finishes the cancellation and never runs it).
+
+Waiting jobs (``wait/``, ``docs/dependencies.md``) are purged first, each as
+``Pail.cancel`` cancels one (``dependencies.end``): the ``cancelled`` marker,
+its own dependents told (so they end cancelled too), its record deleted: 3
+requests (GET, PUT, DELETE) plus its dependents' tells, and one LIST of
+``wait/`` per 1,000 (one LIST for a queue with none). First, so that a job
+promoted while the purge runs is an entry the walk of ``queue/`` still meets.
+Foreign bytes under ``wait/`` are reported and left alone.
 """
 
 from __future__ import annotations
@@ -21,9 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pail.keys import QUEUE, Keys
+from pail.codec import OUTCOME_CANCELLED
+from pail.errors import DecodeError
+from pail.keys import QUEUE, WAIT, Keys
 from pail.operate.objects import due_of, job_id_of
-from pail.protocol import cancel
+from pail.protocol import cancel, dependencies
 from pail.protocol.writes import WriteStats
 from pail.store.base import Store
 from pail.store.listing import pages
@@ -39,7 +49,9 @@ class PurgeReport:
     skipped: list[str] = field(default_factory=list)
     """Jobs that left the queue meanwhile (claimed, or ended): not touched."""
     foreign: list[str] = field(default_factory=list)
-    """Keys under ``queue/`` that are not jobs (folder markers...): left alone."""
+    """Keys under ``queue/`` or ``wait/`` that are not jobs (folder markers, foreign bytes): left alone."""
+    waiting: list[str] = field(default_factory=list)
+    """Those of ``cancelled`` that were waiting for their dependencies."""
     complete: bool = True
 
     def to_json(self) -> dict[str, Any]:
@@ -47,6 +59,7 @@ class PurgeReport:
             "cancelled": self.cancelled,
             "skipped": self.skipped,
             "foreign": self.foreign,
+            "waiting": self.waiting,
             "complete": self.complete,
         }
 
@@ -54,7 +67,7 @@ class PurgeReport:
 def purge(
     store: Store, keys: Keys, *, limit: int | None = None, stats: WriteStats | None = None
 ) -> PurgeReport:
-    """Cancel every pending (and delayed) job of the queue, at most ``limit``.
+    """Cancel every waiting, pending and delayed job of the queue, at most ``limit``.
 
     >>> from pail import Pail, MemoryStore
     >>> queue = Pail(MemoryStore("jobs"))
@@ -63,6 +76,8 @@ def purge(
     (True, 'cancelled')
     """
     report = PurgeReport()
+    if not _purge_waiting(store, keys, limit, stats, report):
+        return report
     # by_key: each cancellation deletes an entry, so each next page starts
     # after the last key looked at (directory buckets: continuation tokens).
     for page in pages(store, keys.prefix(QUEUE), max_keys=PAGE_SIZE, by_key=True):
@@ -94,3 +109,37 @@ def _purge_one(
     if entry is None:
         return False  # claimed (or cancelled) since the listing
     return bool(cancel.cancel_entry(store, keys, job_id, entry, stats=stats))
+
+
+def _purge_waiting(
+    store: Store, keys: Keys, limit: int | None, stats: WriteStats | None, report: PurgeReport
+) -> bool:
+    """Cancel the waiting jobs into ``report``; False if it stopped at ``limit``."""
+    keys = dependencies.unpinned(keys)  # as the reaper's pass: every shard's records
+    for page in pages(store, keys.prefix(WAIT), max_keys=PAGE_SIZE, by_key=True):
+        for info in page.items:
+            if limit is not None and len(report.cancelled) >= limit:
+                report.complete = False
+                return False
+            job_id = keys.entry_id(info.key, WAIT)
+            if job_id is None:
+                report.foreign.append(info.key)
+                continue
+            current = store.get(info.key)
+            if current is None:
+                report.skipped.append(job_id)  # promoted or ended since the listing
+                continue
+            try:
+                record = dependencies.WaitingJob.decode(current.body, job_id)
+            except DecodeError:
+                report.foreign.append(info.key)  # as cancel: logged by status, left alone
+                continue
+            here = keys.of_key(info.key, WAIT)
+            if dependencies.end(
+                store, here, record, current.etag, OUTCOME_CANCELLED, None, stats=stats
+            ):
+                report.cancelled.append(job_id)
+                report.waiting.append(job_id)
+            else:
+                report.skipped.append(job_id)
+    return True
