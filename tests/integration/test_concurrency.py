@@ -16,7 +16,12 @@ once (issue 16: 16 GETs on 400 jobs). Measured here: about 7.7 per job with
 per claim, so as many pause HEADs). Each worker's claims also run a reclaim
 pass, the first on its first claim and then one per visibility timeout
 (``pail.protocol.reclaim``): 16 LISTs of ``run/`` here, 0.04 per job;
-measured with them, 7.83. The budget below is 8.3.
+measured with them, 7.83. Since limits and dependencies, each worker's Pail
+also reads the limits object (``_pail/limits``, a 404 on this queue) at most
+once per 5 s at a refill that found jobs, and each reclaim pass lists
+``wait/`` too: 16 GETs and 16 LISTs here, 0.08 per job together. Measured
+with both: 7.99-8.20 at load 13. The budget below is 8.4 (8.3 before those
+two costs).
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ def test_given_16_workers_when_draining_400_jobs_then_each_runs_once_within_requ
         f"LIST per claim; by operation: {dict(counter.calls)}"
     )
     assert failed_per_claim <= 0.2
-    assert requests_per_job <= 8.3
+    assert requests_per_job <= 8.4
     stats = producer.stats()
     assert (stats.pending, stats.running, stats.done, stats.failed) == (0, 0, JOBS, 0)
     assert all(producer.result(job_id) is not None for job_id in ids[:20])
