@@ -340,13 +340,14 @@ class Pail:
         **Dependencies** (``docs/dependencies.md``): with ``after`` the job
         *waits* (state ``waiting``) until every job it names has succeeded,
         then becomes pending once. Jobs that exist already are looked at by
-        the reaper's pass (the promotion comes at most one pass after the
-        last one succeeded); jobs enqueued afterwards with ``then=[this id]``
+        the reaper's pass or a worker's reclaim pass (the promotion comes at
+        most one pass after the last one succeeded); jobs enqueued afterwards with ``then=[this id]``
         tell it at once when they end (``enqueue_flow`` and ``enqueue_chain``
         do both for you). ``on_failure`` says what a dead-lettered dependency does to it:
         ``"dead-letter"`` (its error names the dependency), ``"cancel"``, or
         ``"wait"`` (for a redrive of the dependency). A cancelled dependency
-        cancels it. ``after`` goes with no ``key``, ``delay`` or ``priority``.
+        cancels it. ``after`` goes with no ``key`` (why: docs/dependencies.md,
+        "Dedup keys"), ``delay`` or ``priority``.
 
         A ``group`` (``"tenant-42"``) puts the job under its group's concurrency
         limit and in the fair sharing across groups (``set_limit``, docs/limits.md).
