@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, default=10_000, help="how many seeds to sweep")
     parser.add_argument("--start", type=int, default=0, help="the first seed of the sweep")
     parser.add_argument("--seed", type=int, help="replay this one seed and print its trace")
-    parser.add_argument("--model", default="pail", choices=["pail", "shipped", "original"])
+    parser.add_argument("--model", default="pail", choices=["pail", "original"])
     parser.add_argument(
         "--calm", action="store_true", help="no faults, crashes, stalls or late heartbeats"
     )

@@ -45,7 +45,7 @@ from pail.protocol.retry import RetryPolicy
 from pail.protocol.settle import Policy
 from pail.queue import Pail
 from pail.store.base import StoredObject
-from tests.simulation import actors
+from tests.simulation import actors, worker
 from tests.simulation.harness import Model, SimConfig, World
 from tests.simulation.invariants import QUEUE, RUN, Execution, Kind, Ledger, Rules
 from tests.simulation.scheduler import Actor, Process
@@ -220,7 +220,7 @@ def _retrying(world: World, call: Callable[[], str]) -> str:
             world.scheduler.sleep(world.rng.uniform(0.05, 0.5))
 
 
-FEATURES = Model("features", Rules.PAIL, producer, actors.worker, actors.reaper)
+FEATURES = Model("features", Rules.PAIL, producer, worker.worker, actors.reaper)
 
 
 def run_feature_seed(seed: int, *, chaos: bool = True, config: SimConfig | None = None) -> Outcome:

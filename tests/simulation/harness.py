@@ -34,7 +34,7 @@ from pail.protocol.limits import slots as limit_slots
 from pail.protocol.settle import Policy
 from pail.protocol.writes import WriteStats
 from pail.store.base import StoredObject
-from tests.simulation import actors
+from tests.simulation import actors, worker
 from tests.simulation.dependencies import graphs_for
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import QUEUE, RUN, Kind, Ledger, Rules, Violation
@@ -85,9 +85,8 @@ class Model:
     reaper: ActorBody
 
 
-PAIL = Model("pail", Rules.PAIL, actors.producer, actors.worker, actors.reaper)
-SHIPPED = Model("shipped", Rules.PAIL, actors.producer, actors.shipped_worker, actors.reaper)
-"""``PAIL`` with the worker loop as shipped (``pail.drain``, ``Message``, ``Heartbeat``)."""
+PAIL = Model("pail", Rules.PAIL, actors.producer, worker.worker, actors.reaper)
+"""pail as shipped: its producer, its job loop (``worker.py``: ``pail.drain``), its reaper."""
 
 
 OPERATORS = ("redriver", "canceller")
@@ -368,8 +367,6 @@ class World:
         self.outcomes: Callable[[str, int, int], tuple[float, bool]] | None = None
         """A schedule's handler: ``(job, attempt, life) -> (duration, raises)``; random if None."""
         self.scheduler.on_error = self.ledger_actor_died
-        self.claims_started: dict[str, float] = {}
-        """When the claim of each job a worker holds began (``actors``, for the ledger)."""
 
     # -- the store's observer ---------------------------------------------
 
@@ -686,19 +683,17 @@ class World:
 
 
 def model_named(name: str) -> Model:
-    """``pail`` (the protocol under test), ``shipped`` (its worker loop as shipped) or ``original``.
+    """``pail`` (the protocol under test, its worker loop as shipped) or ``original``.
 
     ``original`` is pailq 0.1.1, the known-bad model.
     """
     if name == PAIL.name:
         return PAIL
-    if name == SHIPPED.name:
-        return SHIPPED
     if name == "original":
         from tests.simulation import original_model
 
         return original_model.model()
-    raise ValueError(f"unknown model {name!r}: use 'pail', 'shipped' or 'original'")
+    raise ValueError(f"unknown model {name!r}: use 'pail' or 'original'")
 
 
 def sharded_config(config: SimConfig) -> SimConfig:
@@ -737,6 +732,10 @@ def run_seed(
     extras: list[Extra] = [*extras_for(seed)] if hostile and model is PAIL else []
     if pausing and model is PAIL:
         extras.append(pauser_for(seed))
+    # -- feature hooks: the main sweep's seeds that include a feature's actors ------------
+    # One marked line per feature: it draws from a stream of its own
+    # (``random.Random(f"NAME-{seed}")``, never ``world.rng``) whether this seed's world
+    # has its actors, and appends its ``Extra``; a seed that draws none runs as before.
     # -- limits hook: a share of the seeds' worlds have concurrency limits (``limits.py``).
     limited = limits_for(seed, forced=limits) if model.rules is Rules.PAIL else None
     if limited is not None:
@@ -749,6 +748,7 @@ def run_seed(
     graphs = graphs_for(seed) if model.rules is Rules.PAIL else None
     if graphs is not None:
         extras.append(graphs)
+    # -- end of the feature hooks ----------------------------------------------------------
     config = SimConfig.for_seed(seed, chaos=chaos)
     if sharded:
         config = sharded_config(config)

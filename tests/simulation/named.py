@@ -6,10 +6,12 @@ twice, rarely never (at least once, as EventBridge delivers). Events wait in
 Lambda's asynchronous queue for one of ``containers`` execution environments
 (the reserved concurrency): each runs one invocation at a time, keeps its
 claimer between invocations (a warm container's cached page), and dies with
-a crash (another starts). An invocation drains through the worker Lambda's
-own ``pail.aws.named.NamedFirst`` over a real ``Claimer``: the named entries
-first (``Claimer.claim_key``), the listing only once it won one, until its
-time budget; then it flushes its overlapped requests, as the drain does. A
+a crash (another starts). An invocation is the shipped ``pail.drain`` over
+the worker Lambda's own ``pail.aws.named.NamedFirst`` and a real
+``Claimer`` (``worker.SimWorker``): the named entries first
+(``Claimer.claim_key``), the listing only once it won one, until the queue
+looks empty or its time budget ends; the drain then flushes its overlapped
+requests. A
 schedule (every 4 to 10 visibility timeouts) invokes it with no key: the
 safety net for a lost event and for an entry written with a real due time
 (a retry's backoff, a delayed job).
@@ -35,17 +37,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pail.aws.named import NamedFirst
-from pail.errors import StorageError
 from pail.keys import QUEUE, RUN
+from pail.message import Message
 from pail.protocol.claim import Claimer, Named
 from pail.protocol.lease import Lease
 from pail.store.base import StoredObject
-from tests.simulation import actors
 from tests.simulation.harness import ActorBody, Extra, SimConfig, World
 from tests.simulation.invariants import Kind
-from tests.simulation.overlap import SimOverlap
 from tests.simulation.pausing import pauser_for
 from tests.simulation.scheduler import Actor, Process
+from tests.simulation.worker import SimWorker
 
 if TYPE_CHECKING:
     from tests.simulation.harness import Outcome
@@ -190,19 +191,8 @@ class EventWorkers:
     def _container(self, world: World, process: Process) -> None:
         me = world.scheduler.current
         assert me is not None
-        config = world.config
-        overlap = SimOverlap(world, process)
-        claimer = Claimer(
-            world.store,
-            world.keys,
-            visibility_timeout=config.visibility_timeout,
-            clock=world.clock(process),
-            owner=process.name,
-            stats=world.stats,
-            rng=random.Random(world.rng.getrandbits(32)),
-            page_size=config.page_size,
-            overlap=overlap,
-        )
+        sim = SimWorker(world, process)
+        claimer = sim.claimer(world.keys)
         while True:
             while not self.queued:
                 self.waiting.append(me)
@@ -212,36 +202,40 @@ class EventWorkers:
             keys = self.queued.pop(0)
             self.running[process] = invocation = _Invocation(keys)
             try:
-                found = self._invoke(world, process, claimer, overlap, keys)
+                found = self._invoke(world, sim, claimer, keys)
             finally:
                 del self.running[process]
             self._check_cost(world, process, invocation, found)
 
     def _invoke(
-        self,
-        world: World,
-        process: Process,
-        claimer: Claimer,
-        overlap: SimOverlap,
-        keys: tuple[str, ...],
+        self, world: World, sim: SimWorker, claimer: Claimer, keys: tuple[str, ...]
     ) -> tuple[dict[str, int], bool]:
-        """One invocation: ``drain(NamedFirst(...), ...)`` until empty or out of time."""
+        """One invocation: the shipped ``drain(NamedFirst(...), ...)`` until empty or out of time.
+
+        As the worker Lambda's: no polling (an empty claim ends it), a claim's
+        storage error ends it, and past its deadline it claims nothing more
+        (a job claimed past it goes back unstarted); it flushes before it returns.
+        """
         claims = NamedFirst(_Claims(world, self, claimer), keys)
-        deadline = world.scheduler.now + BUDGET_TIMEOUTS * world.config.visibility_timeout
         won = False
-        while world.scheduler.now < deadline:
+
+        def claim() -> Message | None:
+            nonlocal won
             claim_started = world.scheduler.now
-            try:
-                with world.phase("claim"):
-                    lease = claims()
-            except StorageError as exc:
-                world.ledger.note(f"{process.name}: the invocation failed on a claim: {exc}")
-                break
-            if lease is None:
-                break
-            won = True
-            actors._run_job(world, process, lease, claim_started, overlap, claimer.read_ahead)
-        overlap.flush()
+            with world.phase("claim"):
+                lease = claims()
+            won = won or lease is not None
+            return sim.message(lease, claim_started, claimer)
+
+        sim.limits.deadline = (
+            world.scheduler.now + BUDGET_TIMEOUTS * world.config.visibility_timeout
+        )
+        try:
+            tally = sim.drain(claim, polling=None, paused=lambda: claimer.paused)
+        finally:
+            sim.limits.clear()
+        if tally.error is not None:
+            world.ledger.note(f"{sim.process.name}: the invocation failed: {tally.error}")
         world.counts["named_invocations"] += 1
         for name, count in claims.found.items():
             world.counts[f"named_{name}"] += count

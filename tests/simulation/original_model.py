@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from pail.drain import Polling
 from pail.errors import ConditionFailedError, StorageError
-from tests.simulation.actors import POLL_CEILING, POLL_FLOOR, sim_job_id
+from tests.simulation.actors import sim_job_id
 from tests.simulation.invariants import Rules
 from tests.simulation.scheduler import Actor, Process
 from tests.simulation.sim_store import EPOCH
+from tests.simulation.worker import POLL_CEILING, POLL_FLOOR
 
 if TYPE_CHECKING:
     from tests.simulation.harness import Model, World

@@ -371,12 +371,13 @@ REGRESSIONS = (
     ),
     Regression(
         "stale-entry-resets-attempts",
-        7509,
+        1525,
         Kind.RETRY_POLICY,
         "A stale pending entry with fewer attempts (a stalled worker's late retry, or an "
         "enqueue resent while attempt 1 runs) meets requeue's create-only PUT, which keeps it: "
         "earlier attempts run again, and the job runs more than max_retries + 1 times.",
         _requeue_keeps_any_pending_entry,
+        search=2000,
     ),
     Regression(
         "stalled-claimer-runs-in-parallel",
@@ -392,7 +393,7 @@ REGRESSIONS = (
     ),
     Regression(
         "handler-starts-before-the-delete-answers",
-        96,
+        299,
         Kind.RETRY_POLICY,
         "The claim sends its DELETE of the entry beside the HEAD of done/ (issue 17) but starts "
         "the handler without waiting for the DELETE's answer. The DELETE fails (a 409, then a "
@@ -403,21 +404,23 @@ REGRESSIONS = (
     ),
     Regression(
         "redrive-deletes-a-cancellation",
-        156,
+        474,
         Kind.RESULT_CHANGED,
         "Dead and cancelled markers are both the bytes null, so both have one ETag: a redrive "
         "whose DELETE done/ is If-Match the dead marker's ETag also deletes a cancelled marker "
         "written in between (issue 18, defect 0).",
         _markers_all_null,
+        search=1000,
     ),
     Regression(
         "half-done-redrive-dead-again",
-        640,
+        290,
         Kind.TERMINAL,
         "A redrive stops after writing the new entry (or after deleting the record); the claim "
         "of the redriven entry finds the old dead marker and takes it for the job's end: the job "
         "dies again with no record, or is done with the old record left (issue 12, defect 4).",
         _nobody_clears_a_half_done_redrive,
+        search=1000,
     ),
     Regression(
         "late-retry-entry-hides-done",

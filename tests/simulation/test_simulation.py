@@ -1,5 +1,7 @@
 """Deterministic simulation of pail's protocol: many seeds, regressions, and the known-bad model.
 
+Its workers run the job loop as shipped (``worker.py``: ``pail.drain``,
+``Message``, ``Heartbeat``, ``settle`` with ``release``).
 ``harness.py`` explains a run; ``invariants.py`` what is checked. The sweep
 runs ``PAIL_SIM_SEEDS`` seeds (10,000 by default) on ``PAIL_SIM_PROCESSES``
 processes (2) and
@@ -71,6 +73,17 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
     assert all(counts[f"aimed_overlapped_{action}"] > 0 for action in AimAction)
     # Schedules are in the whole model: some worlds ticked (tests/simulation/ticking.py).
     assert counts["tick_jobs"] > 0 and counts["tick_passes"] > 0
+    # The workers are the shipped drain: it settled every way, released jobs on a stop request
+    # mid-handler (the attempt spent) and returned jobs claimed too late (the attempt kept).
+    print(
+        f"  drain: {counts['drain_succeeded']} succeeded, {counts['drain_failed']} failed, "
+        f"{counts['drain_released']} released (SIGTERM mid-handler), {counts['drain_returned']} "
+        f"returned unstarted, {counts['drain_unrecorded']} unrecorded; "
+        f"{counts['drain_returns']} drains ended"
+    )
+    assert counts["drain_succeeded"] > 0 and counts["drain_failed"] > 0
+    assert counts["drain_released"] > 0 and counts["drain_returned"] > 0
+    assert counts["heartbeat_delays"] > 0
     assert not result.kinds, failed(result)
 
 

@@ -1,7 +1,7 @@
 """Workers and nothing else: no reaper actor at all, as a pailq 0.1.1 deployment runs.
 
-Each worker is ``Pail.work`` with its claims' own reclaim pass
-(``pail.protocol.reclaim``): before a claim, at most once per visibility
+Each worker is ``Pail.work`` (the shipped drain, ``worker.py``) with its
+claims' own reclaim pass (``pail.protocol.reclaim``): before a claim, at most once per visibility
 timeout, the real ``Reclaimer`` runs the real ``Reaper.reclaim_leases`` on the
 worker's own clock, in the worker's own process, so a crash or a stall can
 hit it half-way like any other step. The run is the harness's (``World``,
@@ -18,20 +18,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import random
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
-from pail.drain import Polling
-from pail.errors import StorageError
-from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper
 from pail.protocol.reclaim import Reclaimer
-from tests.simulation import actors
+from tests.simulation import actors, worker
 from tests.simulation.harness import PAIL, Model, Outcome, SimConfig, World
 from tests.simulation.invariants import Kind
-from tests.simulation.overlap import SimOverlap
 from tests.simulation.scheduler import Process
 
 SEEDS = int(os.environ.get("PAIL_SIM_WORKERS_ONLY_SEEDS", "1000"))
@@ -43,22 +38,9 @@ KNOWN_BAD_SEEDS = 200
 
 def _worker(*, reclaims: bool) -> Callable[[World, Process], None]:
     def body(world: World, process: Process) -> None:
-        """``Pail.work`` with ``reclaim`` on: a throttled reaper pass before each claim."""
+        """``Pail.work`` with ``reclaim`` on: ``Pail._claim``'s throttled pass before each claim."""
         config = world.config
         clock = world.clock(process)
-        overlap = SimOverlap(world, process)
-        keys = world.worker_keys()
-        claimer = Claimer(
-            world.store,
-            keys,
-            visibility_timeout=config.visibility_timeout,
-            clock=clock,
-            owner=process.name,
-            stats=world.stats,
-            rng=random.Random(world.rng.getrandbits(32)),
-            page_size=config.page_size,
-            overlap=overlap,
-        )
         reaper = Reaper(
             world.store,
             world.keys,
@@ -73,26 +55,15 @@ def _worker(*, reclaims: bool) -> Callable[[World, Process], None]:
             monotonic=clock.monotonic,
             now=clock.now,
         )
-        polling = Polling(actors.POLL_FLOOR, actors.POLL_CEILING)
-        wait: float | None = None
-        while True:
+
+        def before_claim() -> None:
+            # ``Pail._before_claim``: one clock read, a pass once per interval (its own phase).
             if reclaims and reclaimer.due():
                 with world.phase("reap"):
                     if reclaimer.before_claim() is not None:  # a failed pass is None, logged
                         world.counts["worker_reclaim_passes"] += 1
-            claim_started = world.scheduler.now
-            try:
-                with world.phase("claim"):
-                    lease = claimer.claim(polling=True)
-            except StorageError as exc:
-                world.ledger.note(f"claim failed: {exc}")
-                lease = None
-            if lease is None:
-                wait = polling.next(wait)
-                world.scheduler.sleep(wait)
-                continue
-            wait = None
-            actors._run_job(world, process, lease, claim_started, overlap, claimer.read_ahead)
+
+        worker.run_worker(world, process, before_claim=before_claim)
 
     return body
 
