@@ -433,7 +433,7 @@ REGRESSIONS = (
     ),
     Regression(
         "late-dead-letter-outlives-redrive",
-        89,
+        14170,
         Kind.TERMINAL,
         "A dead-letter writer stalls (or its dlq/ PUT is resent late); the reaper finishes the "
         "dead-letter, an operator redrives the job, and the late write re-creates the record "
