@@ -32,6 +32,7 @@ def test_given_a_failing_run_when_its_printed_replay_is_run_then_it_fails_the_sa
     name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     regression = next(r for r in REGRESSIONS if r.name == name)
+    assert regression.seed is not None  # pinned by a seed, not by a schedule
     regression.restore_bug(monkeypatch)
     failed = regression.run(regression.seed)
     assert failed.failed

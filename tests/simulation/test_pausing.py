@@ -41,6 +41,7 @@ def test_given_the_seed_that_walked_an_unchecked_page_when_replayed_then_only_th
     """A pause check that failed (its HEAD, a 5xx past the tries) once left the listed page in
     the claimer's cache, and its next claim walked it unchecked: claimed while paused."""
     regression = next(r for r in REGRESSIONS if r.name == "pause-check-failure-walks-its-page")
+    assert regression.seed is not None  # pinned by a seed, not by a schedule
     fixed = run_seed(regression.seed, pausing=True)
     assert not fixed.failed, fixed.report()
 

@@ -28,6 +28,7 @@ from pail.store.base import Store
 from pail.store.memory import MemoryStore
 from tests.contract import test_store_contract
 from tests.simulation import (
+    schedules,
     test_dependencies_sim,
     test_hostile,
     test_limits_sim,
@@ -161,6 +162,9 @@ def test_given_a_known_bad_variant_when_simulated_then_its_invariant_breaks(
     regression: Regression, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A hard check: the fix passes the seed, and the variant breaks its invariant in a bounded search."""
+    if regression.seed is None:
+        _assert_the_schedule_catches(regression, monkeypatch)
+        return
     after = regression.run(regression.seed)
     assert not after.failed, after.report()
 
@@ -177,8 +181,24 @@ def test_given_a_known_bad_variant_when_simulated_then_its_invariant_breaks(
         print(f"\n{regression.name}: seed {regression.seed} no longer reaches it, {caught} does")
 
 
+def _assert_the_schedule_catches(regression: Regression, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variant no seed reaches often enough: its schedule passes, and fails with the variant in."""
+    (schedule,) = [s for s in schedules.ALL if s.name == regression.schedule]
+    outcome, failures = schedule.run()
+    assert not outcome.failed and not failures, schedules.describe(outcome, failures)
+
+    regression.restore_bug(monkeypatch)
+    broken, _ = schedule.run()
+
+    assert regression.breaks in broken.kinds(), (
+        f"{regression.name}: with the variant in, schedule {schedule.name} no longer breaks "
+        f"{regression.breaks}\n{broken.report()}"
+    )
+
+
 def _first_caught(regression: Regression, monkeypatch: pytest.MonkeyPatch) -> int | None:
     """The recorded seed if it still breaks, else the first of the family's first ``search``."""
+    assert regression.seed is not None
     regression.restore_bug(monkeypatch)
     try:
         seeds: list[int] = [regression.seed, *range(regression.search)]
