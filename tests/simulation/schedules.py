@@ -260,6 +260,23 @@ LATE_DEAD_LETTER = Schedule(
     expect=lambda world: [] if world.counts["aimed_short-stall"] else ["the redrive never paused"],
 )
 
+LATE_DEAD_LETTER_BETWEEN_DELETES = Schedule(
+    "dead-letter-written-between-a-redrives-deletes",
+    "As above, but the owner wakes while the redrive is paused between its delete of the "
+    "record and its delete of the marker, lands its record there and crashes before it looks "
+    "whether the job lives on: only the redrive's look at dlq/ after the marker is gone "
+    "(redrive.clear_late_record) removes that record.",
+    replace(
+        LATE_DEAD_LETTER.config,
+        aim=Aim("settle", 0, AimAction.LONG_STALL, pause=3.0, op="PUT", key="dlq/"),
+        more_aims=(
+            Aim("redrive", 0, AimAction.LONG_STALL, pause=1.5, op="DELETE", key="done/"),
+            Aim("settle", 0, AimAction.CRASH, op="GET", key="queue/"),
+        ),
+    ),
+    handler=_dies_then_succeeds,
+    expect=lambda world: [] if world.counts["aimed_crash"] else ["the owner never crashed"],
+)
 
 # --- scenarios 1 and 2: hostile objects before the good jobs (issue 12, defects 1, 2) ---
 
@@ -319,6 +336,7 @@ ALL = (
     *CANCEL_DURING_REDRIVE,
     OWNER_COMPLETES_AFTER_CANCEL,
     LATE_DEAD_LETTER,
+    LATE_DEAD_LETTER_BETWEEN_DELETES,
     *HOSTILE,
 )
 
