@@ -111,15 +111,16 @@ def test_given_a_bucket_when_the_overview_opens_then_every_queue_with_its_counts
     expect()(rows).to_have_count(2)
     default = rows.nth(0)
     expect()(default.locator("th a")).to_have_text("(default)")
-    # pending, delayed, running, done, dead-lettered, cancelled, foreign
+    # pending, delayed, waiting, running, done, dead-lettered, cancelled, foreign
     cells = default.locator("td.num")
     expect()(cells.nth(0)).to_have_text("3")
     expect()(cells.nth(1)).to_have_text("1")
-    expect()(cells.nth(2)).to_have_text("2")
+    expect()(cells.nth(2)).to_have_text("0")
     expect()(cells.nth(3)).to_have_text("2")
-    expect()(cells.nth(4)).to_have_text("4")
-    expect()(cells.nth(5)).to_have_text("1")
-    expect()(cells.nth(6)).to_have_text("5")
+    expect()(cells.nth(4)).to_have_text("2")
+    expect()(cells.nth(5)).to_have_text("4")
+    expect()(cells.nth(6)).to_have_text("1")
+    expect()(cells.nth(7)).to_have_text("5")
     expect()(rows.nth(1).locator("th")).to_have_text("reports")
     expect()(board.locator("#requests-per-minute")).to_have_text(
         str(server.board.requests_last_minute()["total"])
