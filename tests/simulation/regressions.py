@@ -345,7 +345,7 @@ def _reaper_leaves_expired_leases(monkeypatch: pytest.MonkeyPatch) -> None:
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
-        6,
+        56,
         Kind.LOST,
         "A claim stalls between PUT run/ and DELETE queue/; the reaper finds the expired "
         "lease with its pending entry still there and drops the lease; the claim resumes and "
@@ -355,7 +355,7 @@ REGRESSIONS = (
     ),
     Regression(
         "reaped-dead-marker-without-dlq",
-        208,
+        201,
         Kind.TERMINAL,
         "A reaper fences an expired lease with no retries left and writes the dead marker, "
         "then dies; the next reaper sees a RUNNING (not DYING) lease beside the marker and only "
@@ -365,7 +365,7 @@ REGRESSIONS = (
     ),
     Regression(
         "retried-enqueue-runs-finished-job",
-        78,
+        62,
         Kind.RAN_AFTER_END,
         "The producer's create-only PUT queue/ lands but its response is lost; a worker claims "
         "and finishes the job; botocore's resend finds the key free and creates the entry again; "
@@ -428,7 +428,7 @@ REGRESSIONS = (
     ),
     Regression(
         "late-retry-entry-hides-done",
-        198,
+        72,
         Kind.STATUS,
         "A stalled owner's retry entry lands after another worker finished the job; status "
         "reads queue/ first and says pending for a done job (issue 12, defect 7).",
@@ -491,7 +491,7 @@ REGRESSIONS = (
     ),
     Regression(
         "cancel-says-cancelled-after-another-end",
-        89,
+        112,
         Kind.CANCEL_LOST,
         "A cancel marks a stale pending entry of a job that already ended (done or dead); its "
         "marker write loses to that outcome, and it returns True anyway: the caller is told "
@@ -501,7 +501,7 @@ REGRESSIONS = (
     ),
     Regression(
         "requeue-moves-the-job-to-another-shard",
-        0,
+        41,
         Kind.TWO_SHARDS,
         "After the queue grew, a worker on the grown count requeues a job of the old layout "
         "under the shard its own count names, not the one the job lives in: the job's keys "
