@@ -43,6 +43,7 @@ from pail.codec import META_OUTCOME, OUTCOME_SUCCEEDED
 from pail.errors import PailError
 from pail.keys import QUEUE, RUN, WAIT, Keys
 from pail.protocol import dependencies
+from pail.protocol import layout as layout_marker
 from pail.protocol.dependencies.graph import put_waiting
 from pail.protocol.dependencies.repair import Repairer
 from pail.protocol.enqueue import put_pending
@@ -185,6 +186,10 @@ class Graphs:
         config = world.config
         keys = world.keys
         clock = world.clock(process)
+        if keys.shards > 1:
+            # A producer given a count records it in the layout marker before its first write
+            # (Pail._write_keys): a finisher still on an older count finds the record by it.
+            self._retry(world, lambda: layout_marker.publish(world.store, keys, keys.shards))
         for _ in range(self.rng.randint(2, 4)):
             world.scheduler.sleep(self.rng.uniform(0, config.chaos_duration / 3))
             shape = self.rng.choice(("fan-in", "chain", "late"))

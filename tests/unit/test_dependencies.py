@@ -9,6 +9,8 @@ import pytest
 from pail import JobState, MemoryStore, Pail, current_job
 from pail.codec import Envelope, LeaseRecord
 from pail.errors import DecodeError
+from pail.keys import Keys, shard_of
+from pail.protocol import dependencies
 from pail.protocol.dependencies import WaitingJob
 from tests.support.hooked_store import HookedStore
 
@@ -146,3 +148,27 @@ def test_given_a_sharded_namespaced_queue_then_flows_chains_and_late_edges_run_i
 
 def _keys(store: MemoryStore) -> list[str]:
     return [item.key for item in store.list("reports/").items]
+
+
+def test_given_a_finisher_on_an_older_shard_count_then_it_finds_the_record_by_the_layout_marker() -> (
+    None
+):
+    store = MemoryStore("jobs")
+    grown = Pail(
+        store, shards=8
+    )  # a producer the rollout of 8 shards reached: it writes the marker
+    old = Keys(shards=2)  # a worker still given 2 shards
+    for _ in range(64):  # a continuation outside the shards both counts share (3 in 4 are)
+        flow = grown.enqueue_flow([{"n": 1}], then={"merge": True})
+        if shard_of(flow.then, 8) >= 2:
+            break
+    assert shard_of(flow.then, 8) >= 2
+    assert not any(
+        store.get(k.wait(flow.then)) for k in dependencies.unpinned(old).layouts(flow.then)
+    )
+
+    found = dependencies.find(store, old, flow.then)
+
+    assert found is not None
+    layout, record = found
+    assert record.key == grown.keys.wait(flow.then) == layout.wait(flow.then)

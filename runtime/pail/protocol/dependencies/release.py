@@ -39,6 +39,7 @@ from pail.codec import (
 from pail.errors import DecodeError, PailError
 from pail.ids import new_token
 from pail.keys import Keys
+from pail.protocol import layout as layout_marker
 from pail.protocol import outcome as outcome_writer
 from pail.protocol.dependencies.record import CANCEL, WAIT, WaitingJob
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -60,11 +61,28 @@ def unpinned(keys: Keys) -> Keys:
 
 
 def find(store: Store, keys: Keys, job_id: str) -> tuple[Keys, StoredObject] | None:
-    """``job_id``'s waiting record and the pinned keys of its shard, or None (a GET per layout)."""
+    """``job_id``'s waiting record and the pinned keys of its shard, or None (a GET per layout).
+
+    Not under this process's count, the queue may have grown past it (a
+    rollout in progress: producers already write under the new count). An
+    answer of "not waiting" drops the edge for good, so before giving it the
+    layout marker is read (1 GET, only in this rare case) and the layouts of
+    a larger count it names are tried too.
+    """
+    tried: set[str] = set()
     for layout in unpinned(keys).layouts(job_id):
+        tried.add(layout.wait(job_id))
         found = store.get(layout.wait(job_id))
         if found is not None:
             return layout, found
+    marker = layout_marker.read(store, keys)
+    if marker is None or marker.shards is None or marker.shards <= keys.shards:
+        return None
+    for layout in replace(unpinned(keys), shards=marker.shards).layouts(job_id):
+        if layout.wait(job_id) not in tried:
+            found = store.get(layout.wait(job_id))
+            if found is not None:
+                return layout, found
     return None
 
 
