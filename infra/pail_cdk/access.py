@@ -11,7 +11,9 @@ derived from the protocol (``docs/protocol.md`` and ``pail.protocol``):
   heartbeat rewrites the lease; settling writes ``done/`` or the ``dlq/``
   record (and a retry writes ``queue/``); finishing an interrupted redrive
   deletes a dead marker under ``done/`` and its ``dlq/`` record. Claims list
-  ``queue/``, and HEAD the pause marker ``_pail/paused`` (only that key of ``_pail/``).
+  ``queue/``, HEAD the pause marker ``_pail/paused`` and GET the limits
+  ``_pail/limits``; under limits they take and give back slots (``_pail/slots/``)
+  and create rate tokens (``_pail/rate/``). Nothing else of ``_pail/``.
 * **The reaper** lists ``run/`` for expired leases and every prefix for the
   depth metrics; it fences and deletes leases, requeues under ``queue/`` and
   dead-letters under ``done/`` and ``dlq/``, and keeps its position in
@@ -47,7 +49,20 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from pail.keys import ALL_PREFIXES, DEDUP, DONE, INDEX, PAUSED, QUEUE, SCHEDULES, SYSTEM, Keys
+from pail.keys import (
+    ALL_PREFIXES,
+    DEDUP,
+    DONE,
+    INDEX,
+    LIMITS,
+    PAUSED,
+    QUEUE,
+    RATE,
+    SCHEDULES,
+    SLOTS,
+    SYSTEM,
+    Keys,
+)
 from pail_cdk import nag
 
 GET = "s3:GetObject"
@@ -82,20 +97,35 @@ ENQUEUE_KEYED = Access(
 )
 PAUSE_MARKER = f"{SYSTEM}{PAUSED}"
 """The one key under ``_pail/`` a worker reads: a claim's refill HEADs it (``pail.protocol.pause``)."""
-# A worker's refill HEADs the pause marker; listing it makes a missing marker a 404, not a 403.
+LIMITS_OBJECT = f"{SYSTEM}{LIMITS}"
+"""The queue's limits (``pail.protocol.limits``): a refill or a named claim GETs it."""
+SLOT_OBJECTS = f"{SYSTEM}{SLOTS}"
+"""Held concurrency slots: a claim creates one, a settle deletes it ``If-Match``."""
+# A worker's refill HEADs the pause marker and GETs the limits; listing them makes a missing
+# one a 404, not a 403. Under a limit it creates, lists and gives back slots, and under a
+# rate limit it creates and lists start tokens (never reads or deletes one: a lifecycle rule
+# or `pail limit sweep` removes them).
 CONSUME = Access(
-    objects={**dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE), PAUSE_MARKER: (GET,)},
-    lists=(*ALL_PREFIXES, PAUSE_MARKER),
+    objects={
+        **dict.fromkeys(ALL_PREFIXES, _READ_WRITE_DELETE),
+        PAUSE_MARKER: (GET,),
+        LIMITS_OBJECT: (GET,),
+        SLOT_OBJECTS: _READ_WRITE_DELETE,
+        RATE: (PUT,),
+    },
+    lists=(*ALL_PREFIXES, PAUSE_MARKER, LIMITS_OBJECT, SLOT_OBJECTS, RATE),
 )
 # The reaper finishes what a crashed owner, claimer or redrive left (see the module
 # docstring), so it deletes under every state prefix; and it keeps where its last pass
 # over run/ stopped under _pail/, which it never deletes.
 # It runs the schedules' ticks: a keyed enqueue (keys/ and queue/), and it syncs
-# the deploy's schedules, so it deletes under _pail/schedules/ (nowhere else in _pail/).
+# the deploy's schedules, so it deletes under _pail/schedules/; it recovers the slots of dead
+# workers, so it deletes under _pail/slots/ (nowhere else in _pail/). It writes the deploy's
+# limits to _pail/limits.
 SCHEDULE_DEFINITIONS = f"{SYSTEM}{SCHEDULES}"
 REAP = Access(
     objects={
-        **dict.fromkeys((*ALL_PREFIXES, SCHEDULE_DEFINITIONS), _READ_WRITE_DELETE),
+        **dict.fromkeys((*ALL_PREFIXES, SCHEDULE_DEFINITIONS, SLOT_OBJECTS), _READ_WRITE_DELETE),
         SYSTEM: _READ_WRITE,
         DEDUP: _READ_WRITE,
     },

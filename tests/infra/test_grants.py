@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, INDEX, QUEUE, RUN, SYSTEM, WAIT
-from pail_cdk.access import PAUSE_MARKER, SCHEDULE_DEFINITIONS
+from pail.keys import ALL_PREFIXES, DEDUP, DLQ, DONE, INDEX, QUEUE, RATE, RUN, SYSTEM, WAIT
+from pail_cdk.access import LIMITS_OBJECT, PAUSE_MARKER, SCHEDULE_DEFINITIONS, SLOT_OBJECTS
 
 from .conftest import Synthesis
 from .helpers import Statement, condition, logical_id, render, s3_statements, statements
@@ -97,9 +97,13 @@ def test_given_grant_consume_when_synthesised_then_the_four_prefixes_and_their_l
 ) -> None:
     bucket = _bucket(grants, "QueueBucket")
     assert s3_statements(grants, "Consumer") == {
-        Statement((DELETE, GET, PUT), _objects(bucket, "reports/", *ALL_PREFIXES)),
-        Statement((GET,), _objects(bucket, "reports/", PAUSE_MARKER)),
-        _listing(bucket, "reports/", *ALL_PREFIXES, PAUSE_MARKER),
+        # Under limits: slots taken and given back, rate tokens created (docs/limits.md).
+        Statement((DELETE, GET, PUT), _objects(bucket, "reports/", *ALL_PREFIXES, SLOT_OBJECTS)),
+        Statement((GET,), _objects(bucket, "reports/", PAUSE_MARKER, LIMITS_OBJECT)),
+        Statement((PUT,), _objects(bucket, "reports/", RATE)),
+        _listing(
+            bucket, "reports/", *ALL_PREFIXES, PAUSE_MARKER, LIMITS_OBJECT, SLOT_OBJECTS, RATE
+        ),
     }
 
 
@@ -133,7 +137,11 @@ def test_given_reaper_when_synthesised_then_least_privilege_for_reaping(
         # letter and dead marker of a redrive that stopped half-way (redrive.finish).
         # And the schedules (docs/schedules.md): their definitions, which a deploy's
         # sync may delete, and a keyed enqueue per tick (keys/ and queue/).
-        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES, SCHEDULE_DEFINITIONS)),
+        # And the slots of dead workers, which its pass recovers (docs/limits.md).
+        Statement(
+            (DELETE, GET, PUT),
+            _objects(bucket, "", *ALL_PREFIXES, SCHEDULE_DEFINITIONS, SLOT_OBJECTS),
+        ),
         Statement((GET, PUT), _objects(bucket, "", SYSTEM, DEDUP)),
         _listing(bucket, "", *ALL_PREFIXES, SYSTEM, DEDUP),
         Statement(("logs:CreateLogStream", "logs:PutLogEvents"), (f"<{logs}.Arn>",)),
@@ -148,9 +156,11 @@ def test_given_lambda_worker_when_synthesised_then_it_consumes_its_own_queue_onl
     template = example.templates["PailExample"]
     bucket = _bucket(template, "JobsBucket")
     assert s3_statements(template, "ReportWorkerRole") == {
-        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES)),
-        Statement((GET,), _objects(bucket, "", PAUSE_MARKER)),
-        _listing(bucket, "", *ALL_PREFIXES, PAUSE_MARKER),
+        # Under limits: slots taken and given back, rate tokens created (docs/limits.md).
+        Statement((DELETE, GET, PUT), _objects(bucket, "", *ALL_PREFIXES, SLOT_OBJECTS)),
+        Statement((GET,), _objects(bucket, "", PAUSE_MARKER, LIMITS_OBJECT)),
+        Statement((PUT,), _objects(bucket, "", RATE)),
+        _listing(bucket, "", *ALL_PREFIXES, PAUSE_MARKER, LIMITS_OBJECT, SLOT_OBJECTS, RATE),
     }
 
 
@@ -161,9 +171,13 @@ def test_given_fargate_worker_when_synthesised_then_task_role_consumes_the_names
     bucket = _bucket(template, "JobsBucket")
     # And its scale-in protection (test_fargate_worker.py): its cluster's tasks, nothing else.
     assert s3_statements(template, "ExportTaskTaskDefinitionTaskRole") == {
-        Statement((DELETE, GET, PUT), _objects(bucket, "exports/", *ALL_PREFIXES)),
-        Statement((GET,), _objects(bucket, "exports/", PAUSE_MARKER)),
-        _listing(bucket, "exports/", *ALL_PREFIXES, PAUSE_MARKER),
+        # Under limits: slots taken and given back, rate tokens created (docs/limits.md).
+        Statement((DELETE, GET, PUT), _objects(bucket, "exports/", *ALL_PREFIXES, SLOT_OBJECTS)),
+        Statement((GET,), _objects(bucket, "exports/", PAUSE_MARKER, LIMITS_OBJECT)),
+        Statement((PUT,), _objects(bucket, "exports/", RATE)),
+        _listing(
+            bucket, "exports/", *ALL_PREFIXES, PAUSE_MARKER, LIMITS_OBJECT, SLOT_OBJECTS, RATE
+        ),
     }
 
 
@@ -198,6 +212,9 @@ def test_given_any_stack_when_synthesised_then_no_s3_statement_is_bucket_wide(
                                         PAUSE_MARKER,
                                         SCHEDULE_DEFINITIONS,
                                         INDEX,
+                                        LIMITS_OBJECT,
+                                        SLOT_OBJECTS,
+                                        RATE,
                                     )
                                 )
                             ), rendered

@@ -20,7 +20,7 @@ END = "<!-- /least-privilege -->"
 def _state(path: str) -> str:
     """The queue state a key or listing prefix falls in (``queue/``, ``run/``, ...), namespace dropped."""
     parts = [part for part in path.split("/") if part]
-    states = {"queue", "run", "done", "dlq", "keys", "_pail"}
+    states = {"queue", "run", "done", "dlq", "wait", "keys", "_pail"}
     for part in parts[:2]:
         if part in states:
             return f"{part}/"
@@ -80,7 +80,7 @@ def render(
 ) -> str:
     """The markdown table: role, action, used on, granted on (and what is granted but unused)."""
     usage = used(requests)
-    order = ["queue/", "run/", "done/", "dlq/", "keys/", "_pail/"]
+    order = ["queue/", "run/", "done/", "dlq/", "wait/", "keys/", "_pail/"]
 
     def spell(states: set[str]) -> str:
         ranked = sorted(states, key=lambda s: (order.index(s) if s in order else len(order), s))
