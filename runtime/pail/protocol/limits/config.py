@@ -26,7 +26,7 @@ queue drain. A fixed ``set_limit`` rewrites it whole.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -182,22 +182,48 @@ def set_limit(
     value = _checked(concurrency, "concurrency")
     if group is not None and group != group_names.DEFAULT:
         group_names.validate(group)
+
+    def change(current: Limits) -> Limits:
+        if group is None:
+            return replace(current, concurrency=value)
+        if group == group_names.DEFAULT:
+            return replace(current, group_concurrency=value)
+        overrides = {k: v for k, v in current.groups.items() if k != group}
+        if value is not None:
+            overrides[group] = value
+        if len(overrides) > MAX_GROUP_OVERRIDES:
+            raise ConfigurationError(f"at most {MAX_GROUP_OVERRIDES} groups with own limits")
+        return replace(current, groups=overrides)
+
+    updated = update(store, keys, change, stats=stats)
+    assert updated is not None  # change always answers limits to write
+    return updated
+
+
+def update(
+    store: Store,
+    keys: Keys,
+    change: Callable[[Limits], Limits | None],
+    *,
+    stats: WriteStats | None = None,
+) -> Limits | None:
+    """Write ``change(current)`` to the limits object, conditional on the ``current`` read.
+
+    The one read-modify-write of ``_pail/limits`` (``set_limit``, ``rate.set_rate``,
+    ``declared.sync``): GET, then PUT ``If-Match`` what was read (``If-None-Match``
+    when there was none), retried from the read when another writer changed it
+    meanwhile. ``current`` is ``NONE`` when the object is missing or its bytes
+    are unreadable (they are replaced). ``change`` answers None to write
+    nothing: ``update`` then answers None too.
+    """
     for _ in range(UPDATE_TRIES):
         found = store.get(keys.limits())
         current = NONE if found is None else decode(found.body)
         if current.reason is not None:
             current = NONE
-        if group is None:
-            updated = replace(current, concurrency=value)
-        elif group == group_names.DEFAULT:
-            updated = replace(current, group_concurrency=value)
-        else:
-            overrides = {k: v for k, v in current.groups.items() if k != group}
-            if value is not None:
-                overrides[group] = value
-            if len(overrides) > MAX_GROUP_OVERRIDES:
-                raise ConfigurationError(f"at most {MAX_GROUP_OVERRIDES} groups with own limits")
-            updated = replace(current, groups=overrides)
+        updated = change(current)
+        if updated is None:
+            return None
         token = new_token()
         written = put_conditional(
             store,

@@ -15,13 +15,12 @@ import hashlib
 import json
 from dataclasses import replace
 
-from pail.errors import ConditionFailedError, ConfigurationError
-from pail.ids import new_token
+from pail.errors import ConfigurationError
 from pail.keys import Keys
 from pail.protocol.limits import config
 from pail.protocol.limits.config import Limits
 from pail.protocol.limits.rate import RateLimits
-from pail.protocol.writes import WriteStats, put_conditional
+from pail.protocol.writes import WriteStats
 from pail.store.base import Store
 
 DEPLOY = "deploy"
@@ -64,24 +63,8 @@ def sync(store: Store, keys: Keys, text: str, *, stats: WriteStats | None = None
     True if it wrote them. One GET, and a conditional PUT when they differ.
     """
     wanted = declared(text)
-    for _ in range(config.UPDATE_TRIES):
-        found = store.get(keys.limits())
-        if (
-            found is not None
-            and config.decode(found.body).extra.get(DEPLOY) == wanted.extra[DEPLOY]
-        ):
-            return False
-        token = new_token()
-        written = put_conditional(
-            store,
-            keys.limits(),
-            wanted.encode(token),
-            token,
-            if_none_match=found is None,
-            if_match=None if found is None else found.etag,
-            stats=stats,
-            reason="limits",
-        )
-        if written is not None:
-            return True
-    raise ConditionFailedError(keys.limits())
+
+    def change(current: Limits) -> Limits | None:
+        return None if current.extra.get(DEPLOY) == wanted.extra[DEPLOY] else wanted
+
+    return config.update(store, keys, change, stats=stats) is not None

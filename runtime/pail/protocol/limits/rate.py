@@ -56,7 +56,7 @@ from urllib.parse import quote, unquote
 
 from pail.clock import Clock
 from pail.codec import dumps
-from pail.errors import ConditionFailedError, ConfigurationError, DecodeError, PailError
+from pail.errors import ConfigurationError, DecodeError, PailError
 from pail.ids import new_token
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, put_conditional
@@ -276,11 +276,9 @@ def set_rate(
 
     if group is not None and group != groups.DEFAULT:
         groups.validate(group)
-    for _ in range(config.UPDATE_TRIES):
-        found = store.get(keys.limits())
-        current = config.NONE if found is None else config.decode(found.body)
-        if current.reason is not None:
-            current = config.NONE  # unreadable bytes are replaced, as set_limit does
+    in_force: list[RateLimits] = []
+
+    def change(current: config.Limits) -> config.Limits:
         rates = RateLimits.from_json(current.extra.get("rate"))
         if rates.reason is not None:
             rates = NO_RATES
@@ -298,20 +296,11 @@ def set_rate(
         extra: dict[str, object] = {k: v for k, v in current.extra.items() if k != "rate"}
         if rates.limited:
             extra["rate"] = rates.to_json()
-        token = new_token()
-        written = put_conditional(
-            store,
-            keys.limits(),
-            replace(current, extra=extra).encode(token),
-            token,
-            if_none_match=found is None,
-            if_match=None if found is None else found.etag,
-            stats=stats,
-            reason="limits",
-        )
-        if written is not None:
-            return rates
-    raise ConditionFailedError(keys.limits())
+        in_force[:] = [rates]
+        return replace(current, extra=extra)
+
+    config.update(store, keys, change, stats=stats)
+    return in_force[0]
 
 
 def group_scope(group: str) -> str:
