@@ -35,6 +35,7 @@ def test_given_every_slot_taken_when_the_worker_lambda_is_invoked_then_it_return
     clock = ManualClock()
     worker = Pail(store, shards=1, reclaim=False, clock=clock)
     handler = lambda_worker(double, pail=worker, logger=log_capture.logger, env=DECLARED)
+    assert queue.flush()  # the claim's read ahead lands now, not among the Lambda's requests
     store.clear()
 
     summary = handler({}, FakeContext(remaining=900))
@@ -59,6 +60,7 @@ def test_given_a_full_rate_window_when_the_worker_lambda_is_invoked_then_it_retu
     for n in range(2):
         producer.enqueue({"n": n})
     assert producer.work_once(double)  # the window's one start
+    assert producer.flush()  # its lease removal lands now, not among the Lambda's requests
     env = {ENV_BUCKET: "jobs", ENV_LIMITS: '{"rate":{"queue":{"max":1,"per":60}}}'}
     handler = lambda_worker(
         double,
