@@ -156,6 +156,7 @@ def test_given_every_slot_taken_when_work_polls_then_it_backs_off_to_a_few_reque
     stop = threading.Event()
     minutes = 10
     worker = Pail(store, shards=1, reclaim=False, clock=StoppingClock(minutes * 60.0, stop))
+    assert queue.flush()
     store.clear()
 
     processed = worker.work(double, poll_interval=20, stop=stop)
