@@ -964,7 +964,9 @@ class Pail:
 
         A ``dlq/`` object that is not a dead letter (another writer's bytes)
         is listed too, as a quarantined letter: its raw bytes, and the decode
-        error as its error.
+        error as its error. A record a redrive took back, landed late by a
+        writer that crashed (``redrive.leftover_letter``), is removed instead
+        of listed: one HEAD per letter.
         """
         if limit is not None:
             validate_count("limit", limit)
@@ -973,7 +975,9 @@ class Pail:
             if limit is not None and len(letters) >= limit:
                 break
             obj = self._store.get(info.key)
-            if obj is None:
+            if obj is None or redrive.leftover_letter(
+                self._store, self.keys.of_key(info.key, DLQ), job_id, obj
+            ):
                 continue
             try:
                 letters.append(DeadLetter.decode(obj.body, job_id))

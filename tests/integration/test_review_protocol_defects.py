@@ -226,3 +226,40 @@ def test_given_delete_applied_then_resent_into_a_409_when_it_ends_404_then_it_co
         assert message is not None and message.id == job_id  # not dropped as "someone else's"
         assert message.complete({"ok": True}) is True
         assert pail.result(job_id) == {"ok": True}
+
+
+# --- a dead-letter record landing after a whole redrive (its writer crashed before its check) ---
+
+
+def test_given_a_record_of_a_past_life_landing_after_the_redrive_when_dead_letters_are_listed_then_it_is_removed(
+    s3store: Callable[[], S3Store],
+) -> None:
+    queue = Pail(s3store(), visibility_timeout=30, max_retries=0)
+    job_id = queue.enqueue({"n": 1})
+    assert queue.work_once(_fails)
+    store = queue.store
+    record = store.get(queue.keys.dlq(job_id))
+    assert record is not None  # the bytes a stalled writer of life 0 holds, to land late
+    assert queue.redrive(job_id) == [job_id]
+    assert queue.work_once(lambda payload: {"second": "life"}) and queue.flush()
+    store.put(queue.keys.dlq(job_id), record.body)  # the late PUT, after the redrive's last look
+    assert queue.stats().failed == 1  # what a reader saw before the listing removed it
+
+    assert queue.dead_letters() == []
+
+    assert store.head(queue.keys.dlq(job_id)) is None
+    assert queue.result(job_id) == {"second": "life"}
+    stats = queue.stats()
+    assert (stats.done, stats.failed) == (1, 0)
+
+
+def test_given_a_dead_job_when_dead_letters_are_listed_then_its_record_stays(
+    s3store: Callable[[], S3Store],
+) -> None:
+    queue = Pail(s3store(), visibility_timeout=30, max_retries=0)
+    job_id = queue.enqueue({"n": 1})
+    assert queue.work_once(_fails)
+
+    assert [letter.job_id for letter in queue.dead_letters()] == [job_id]
+    assert [letter.job_id for letter in queue.dead_letters()] == [job_id]
+    assert queue.stats().failed == 1

@@ -148,6 +148,35 @@ def clear_late_record(store: Store, keys: Keys, job_id: str, life: int) -> None:
         delete_if_unchanged(store, key, late.etag)
 
 
+def leftover_letter(store: Store, keys: Keys, job_id: str, letter: StoredObject) -> bool:
+    """True if ``letter``, a ``dlq/`` record just read, is a piece of a past life; then it is removed.
+
+    pail writes a death's marker before its record, and a redrive removes the
+    record before the marker, so a record pail wrote (it carries a write
+    token) stands only beside the dead marker of its own life or a later
+    death's. One written by a dead-letter writer that stalled past a whole
+    redrive, landed after ``clear_late_record``'s last look and crashed
+    before its own check, stands beside nothing of its life: a reader that
+    lists dead letters meets it and removes it here (one HEAD, then a DELETE
+    ``If-Match`` the ETag read). pailq 0.1.1's records carry no token and
+    have no marker: they are always current. ``keys`` is pinned to the
+    record's shard.
+    """
+    try:
+        record = DeadLetter.decode(letter.body, job_id)
+    except DecodeError:
+        return False  # foreign bytes: listed as quarantined, never ours to remove
+    if not record.write:
+        return False
+    life = record.redriven
+    done = store.head(keys.done(job_id))
+    own = done is not None and done.metadata.get(META_OUTCOME) == OUTCOME_DEAD
+    if own and done is not None and life_of(done.metadata) <= life:
+        return False  # beside its own life's dead marker: the job's state
+    delete_if_unchanged(store, keys.dlq(job_id), letter.etag)
+    return True
+
+
 def stale_marker(done: ObjectInfo, life: int) -> bool:
     """True if ``done`` is the dead marker of a life before ``life``: not the job's outcome."""
     return done.metadata.get(META_OUTCOME) == OUTCOME_DEAD and life_of(done.metadata) < life
