@@ -95,6 +95,9 @@ class Kind(StrEnum):
     """A handler with a live lease holds no slot naming it, or more run than any limit (``limits``)."""
     SLOT_LOST = "slot-lost"
     """A concurrency slot is still held when the run ends (``limits``)."""
+    RATE = "rate-limit"
+    """A handler started under a rate limit without a start token of its own taken by its
+    claim, a token was written over, or a window granted more than its rate (``limits``)."""
 
 
 class Rules(StrEnum):

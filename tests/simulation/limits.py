@@ -28,11 +28,26 @@ store applies:
 * **No job starved while slots are free**: quiescence, which every run
   checks (every job terminal, ``Kind.STUCK`` otherwise), with the limits in
   force to the end.
+
+Half of these worlds have a queue **rate limit** too (``RATES``; the
+operator changes it now and then, never to foreign bytes: an unreadable
+limits object holds no rate). Checked at every write and at the end, as
+``docs/limits.md`` ("Rate limits") states it (``Kind.RATE``):
+
+* **every start is granted by a token**: each handler start is matched to
+  its own start token, written by its process between its claim's start
+  and the handler's start, applied by the store inside the window its key
+  names (no token serves two starts);
+* **a token is one start's**: no token key is written over;
+* **no window grants more than its rate**: a window's in-window tokens
+  number at most the largest rate set for its period.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -44,14 +59,18 @@ from pail.ids import new_token
 from pail.keys import RUN
 from pail.protocol.limits import config as limit_config
 from pail.protocol.limits import groups as limit_groups
+from pail.protocol.limits import rate as limit_rate
 from pail.protocol.limits import slots as limit_slots
+from pail.protocol.limits.rate import QUEUE_SCOPE, Rate, RateLimits
 from pail.queue import Pail
 from pail.store.base import StoredObject
 from tests.simulation.invariants import Kind
 from tests.simulation.scheduler import Actor, Process
+from tests.simulation.sim_store import EPOCH
 
 if TYPE_CHECKING:
     from tests.simulation.harness import World
+    from tests.simulation.invariants import Execution
 
 SHARE = 0.05
 """The share of a sweep's seeds whose world has limits."""
@@ -60,6 +79,9 @@ QUEUE_LIMITS = (1, 2, 3, 5)
 GROUP_LIMITS = (1, 2, 3)
 FOREIGN_LIMITS = (b"not json", b'{"v": 1, "concurrency": -3}', b"[]", b'{"v": 9}')
 FOREIGN_SLOTS = (b"garbage", b"{}", b'{"v": 1, "job": 7}')
+RATE_SHARE = 0.5
+"""The share of the worlds with limits that have a queue rate limit too."""
+RATES = (Rate(1, 1), Rate(2, 1), Rate(3, 2))
 
 
 @dataclass
@@ -77,6 +99,16 @@ class LimitWorld:
     """Every slot-shaped key the store holds now."""
     done: bool = False
     peak: int = 0
+    rate: Rate | None = None
+    """The queue's rate limit at the start (None: a world without one)."""
+    largest_rate: dict[int, int] = field(default_factory=dict)
+    """The largest count set for each period (seconds) in the run."""
+    granted: dict[str, list[float]] = field(default_factory=dict)
+    """Each process's in-window start tokens not yet matched to a start: when each was applied."""
+    in_window: Counter[tuple[int, int]] = field(default_factory=Counter)
+    """In-window tokens of each (period, window)."""
+    matched: set[int] = field(default_factory=set)
+    """The ``id`` of every execution already matched to its token."""
 
     # -- the harness's hooks ----------------------------------------------
 
@@ -89,9 +121,14 @@ class LimitWorld:
         return f"{job_id}{limit_groups.MARK}g{group}"
 
     def start(self, world: World) -> None:
+        extra: dict[str, object] = {}
+        if self.rate is not None:
+            self.largest_rate[self.rate.per] = self.rate.max
+            extra["rate"] = RateLimits(queue=self.rate).to_json()
         limits = limit_config.Limits(
             concurrency=self.rng.choice(QUEUE_LIMITS),
             group_concurrency=self.rng.choice(GROUP_LIMITS) if self.groups else None,
+            extra=extra,
         )
         self.largest = limits.concurrency or 0
         world.store.plant(world.keys.limits(), limits.encode(new_token()))
@@ -104,6 +141,7 @@ class LimitWorld:
 
     def check(self, world: World) -> None:
         world.counts["limits_peak_running"] = max(world.counts["limits_peak_running"], self.peak)
+        self._check_starts(world)
         for key in sorted(self.slots):
             world.ledger.violate(Kind.SLOT_LOST, key, f"slot {key} is still held at the end")
 
@@ -126,8 +164,11 @@ class LimitWorld:
             else:
                 self.slots[key] = after
                 world.counts["slots_written"] += before is None
+        if self.rate is not None and key.startswith(world.keys.rate_tokens()):
+            self._token_written(world, key, before, after)
         if key.startswith(world.keys.prefix(RUN)) or _slot_shaped(world, key):
             self._check_live(world)
+            self._check_starts(world)
 
     # -- the invariants ------------------------------------------------------
 
@@ -169,6 +210,62 @@ class LimitWorld:
                 f"{live} handlers run with live leases; the largest limit set was {self.largest}",
             )
 
+    def _token_written(
+        self, world: World, key: str, before: StoredObject | None, after: StoredObject | None
+    ) -> None:
+        token = limit_rate.parse_token_key(world.keys, key)
+        if token is None or token.scope != QUEUE_SCOPE or after is None:
+            return  # a sweep's delete, or a key no start counts
+        if before is not None:
+            world.ledger.violate(Kind.RATE, "-", f"rate token {key} written over")
+            return
+        applied = EPOCH.timestamp() + world.scheduler.now
+        if int(applied) // token.per != token.window:
+            world.counts["rate_tokens_misfiled"] += 1
+            return  # its taker reads the window from the response and starts nothing
+        world.counts["rate_tokens"] += 1
+        self.in_window[(token.per, token.window)] += 1
+        allowed = self.largest_rate.get(token.per, 0)
+        if self.in_window[(token.per, token.window)] > allowed:
+            world.ledger.violate(
+                Kind.RATE,
+                "-",
+                f"window {token.window} of {token.per} s granted "
+                f"{self.in_window[(token.per, token.window)]} starts; the largest rate was {allowed}",
+            )
+        self.granted.setdefault(_taker(after.body), []).append(world.scheduler.now)
+
+    def _check_starts(self, world: World) -> None:
+        """Match every new handler start to a token of its process taken during its claim."""
+        if self.rate is None:
+            return
+        fresh = sorted(
+            (
+                execution
+                for job in world.ledger.jobs.values()
+                for execution in job.executions
+                if id(execution) not in self.matched
+            ),
+            key=lambda execution: execution.start,
+        )
+        for execution in fresh:
+            self.matched.add(id(execution))
+            if not self._take(execution):
+                world.ledger.violate(
+                    Kind.RATE,
+                    execution.job_id,
+                    f"{execution.label()} started with no start token of its own taken by its "
+                    f"claim (from {execution.claim_started:.3f} s)",
+                )
+
+    def _take(self, execution: Execution) -> bool:
+        times = self.granted.get(execution.process.name, [])
+        for index, at in enumerate(times):
+            if execution.claim_started <= at <= execution.start:
+                del times[index]
+                return True
+        return False
+
     # -- the operator ----------------------------------------------------------
 
     def _operate(self, world: World, process: Process) -> None:
@@ -177,7 +274,7 @@ class LimitWorld:
         while world.chaos_on:
             world.scheduler.sleep(self.rng.uniform(0.5 * vt, 3 * vt))
             roll = self.rng.random()
-            if roll < 0.15 and not self.groups:
+            if roll < 0.15 and not self.groups and self.rate is None:
                 body = self.rng.choice(FOREIGN_LIMITS)
                 self._retry(world, partial(world.store.put, world.keys.limits(), body))
                 self.largest = max(self.largest, limit_config.FOREIGN_CONCURRENCY)
@@ -203,6 +300,11 @@ class LimitWorld:
         if self.groups:
             group_limit = self.rng.choice(GROUP_LIMITS)
             self._retry(world, lambda: pail.set_limit(group_limit, group=limit_groups.DEFAULT))
+        if self.rate is not None and self.rng.random() < 0.3:
+            rate = self.rng.choice(RATES)
+            self.largest_rate[rate.per] = max(self.largest_rate.get(rate.per, 0), rate.max)
+            self._retry(world, lambda: pail.set_rate(rate))
+            world.counts["rate_changes"] += 1
         world.counts["limit_changes"] += 1
 
     def _retry(self, world: World, call: Callable[[], object]) -> None:
@@ -232,6 +334,16 @@ def _slot_shaped(world: World, key: str) -> bool:
     return limit_slots.index_of(key, key[: key.rfind("/") + 1]) is not None
 
 
+def _taker(body: bytes) -> str:
+    """The process that wrote a start token (its ``by``), or "" for bytes that name none."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ""
+    taker = data.get("by") if isinstance(data, dict) else None
+    return taker if isinstance(taker, str) else ""
+
+
 def _live_lease(world: World, job_id: str, owner: str) -> str | None:
     """The lease token of ``owner``'s lease on ``job_id`` if it is alive in the store, else None."""
     for layout in world.keys.layouts(job_id):
@@ -253,4 +365,9 @@ def limits_for(seed: int, *, forced: bool = False) -> LimitWorld | None:
     if not forced and random.Random(f"limits-world-{seed}").random() >= SHARE:
         return None
     rng = random.Random(f"limits-{seed}")
-    return LimitWorld(rng, groups=rng.choice([0, 0, 2, 3, 5]))
+    world = LimitWorld(rng, groups=rng.choice([0, 0, 2, 3, 5]))
+    # Its own stream again: the rate's draw leaves every other draw of the world as it was.
+    rated = random.Random(f"limits-rate-{seed}")
+    if rated.random() < RATE_SHARE:
+        world.rate = rated.choice(RATES)
+    return world

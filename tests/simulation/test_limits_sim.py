@@ -1,11 +1,13 @@
 """Concurrency limits under the full fault model (``tests/simulation/limits.py``).
 
 ``PAIL_SIM_LIMITS_SEEDS`` seeds (300 by default) whose worlds all have
-limits: L1 and L2 hold at every write, and every job ends. Then the two
+limits: L1 and L2 hold at every write, and every job ends (half of them
+under a rate limit too: every start holds a token of its own). Then the
 known-bad variants, each caught as a hard assertion within a bounded number
 of seeds: a recovery that frees a slot without looking at its lease (a slot
 without its fence), a give-back that deletes without ``If-Match`` (both
-break L1), and a reaper that recovers no slot (L2).
+break L1), a reaper that recovers no slot (L2), a start token written
+without ``If-None-Match`` and a claim that takes no token (``Kind.RATE``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections import Counter
 
 import pytest
 
+from pail.codec import META_WRITE
 from pail.protocol.claim import Claimer
-from pail.protocol.limits import slots
-from pail.store.base import Store
+from pail.protocol.limits import gate, rate, slots
+from pail.protocol.writes import WriteStats
+from pail.store.base import Store, WriteResult
 from tests.simulation.harness import run_seed
 from tests.simulation.invariants import Kind
 
@@ -42,6 +46,9 @@ def test_given_worlds_with_limits_when_simulated_then_every_invariant_holds() ->
     assert counts["slots_written"] > 0 and counts["slots_freed"] > 0
     assert counts["limit_changes"] > 0 and counts["limits_foreign"] > 0
     assert counts["slots_foreign"] > 0 and counts["crashes"] > 0
+    # Half the worlds ran under a rate too: starts took tokens, some landed in the next window.
+    assert counts["rate_tokens"] > 0 and counts["rate_changes"] > 0
+    assert counts["rate_tokens_misfiled"] > 0
     assert peak >= 2  # some world ran more than one job at once under its limit
 
 
@@ -98,3 +105,26 @@ def test_given_the_seed_that_walked_a_page_whose_limits_read_failed_then_only_th
 
     monkeypatch.setattr(Claimer, "_checked_limits", keeps_the_page)
     assert Kind.LIMIT in run_seed(7266).kinds()
+
+
+def test_given_a_start_token_written_without_its_condition_then_a_shared_token_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unconditional(
+        store: Store, key: str, body: bytes, token: str, stats: WriteStats | None
+    ) -> WriteResult | None:
+        return store.put(key, body, metadata={META_WRITE: token})
+
+    monkeypatch.setattr(rate, "_write_token", unconditional)
+    caught = _first_caught({Kind.RATE})
+    print(f"\nrate token without If-None-Match: caught at seed {caught}")
+    assert caught is not None
+
+
+def test_given_a_claim_that_takes_no_start_token_then_a_start_without_one_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(gate.Gate, "_take_rates", lambda self, group: None)
+    caught = _first_caught({Kind.RATE})
+    print(f"\nno start token: caught at seed {caught}")
+    assert caught is not None

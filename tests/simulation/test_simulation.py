@@ -74,6 +74,8 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
     assert all(counts[f"aimed_overlapped_{action}"] > 0 for action in AimAction)
     # Schedules are in the whole model: some worlds ticked (tests/simulation/ticking.py).
     assert counts["tick_jobs"] > 0 and counts["tick_passes"] > 0
+    # Rate limits are in the whole model: some limits worlds started under a rate (``limits.py``).
+    assert counts["rate_tokens"] > 0
     # The workers are the shipped drain: it settled every way, released jobs on a stop request
     # mid-handler (the attempt spent) and returned jobs claimed too late (the attempt kept).
     print(
@@ -217,6 +219,7 @@ KNOWN_BAD_ELSEWHERE: dict[Kind, Callable[..., None]] = {
     Kind.DEPENDENCY: test_dependencies_sim.test_given_a_promotion_before_the_last_dependency_in_the_main_sweep_then_it_is_caught,
     Kind.LIMIT: test_limits_sim.test_given_a_recovery_that_frees_a_slot_without_its_fence_then_a_live_handler_is_caught,
     Kind.SLOT_LOST: test_limits_sim.test_given_a_reaper_that_recovers_no_slot_then_a_lost_slot_is_caught,
+    Kind.RATE: test_limits_sim.test_given_a_start_token_written_without_its_condition_then_a_shared_token_is_caught,
 }
 """Kinds whose known-bad variant runs in a family of its own (its test asserts it is caught)."""
 
