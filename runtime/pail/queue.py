@@ -346,8 +346,10 @@ class Pail:
         do both for you). ``on_failure`` says what a dead-lettered dependency does to it:
         ``"dead-letter"`` (its error names the dependency), ``"cancel"``, or
         ``"wait"`` (for a redrive of the dependency). A cancelled dependency
-        cancels it. ``after`` goes with no ``key`` (why: docs/dependencies.md,
-        "Dedup keys"), ``delay`` or ``priority``.
+        cancels it. ``after`` goes with no ``delay`` or ``priority``; with a
+        ``key``, the key names the waiting job (a repeat returns its id and
+        writes nothing, or repairs a producer that crashed half-way with the
+        waiting record: docs/dependencies.md, "Dedup keys and ``after=``").
 
         A ``group`` (``"tenant-42"``) puts the job under its group's concurrency
         limit and in the fair sharing across groups (``set_limit``, docs/limits.md).
@@ -356,8 +358,18 @@ class Pail:
         now = self._clock.now()
         due = due_for(priority, due_time(delay, not_before, now=now))
         if after is not None:
-            if key is not None or due is not None:
-                raise ConfigurationError("after= goes with no key, delay, not_before or priority")
+            if due is not None:
+                raise ConfigurationError("after= goes with no delay, not_before or priority")
+            if key is not None:
+                return self.enqueue_once(
+                    payload,
+                    key=key,
+                    tags=checked,
+                    group=group,
+                    after=_ids(after),
+                    then=_ids(then),
+                    on_failure=on_failure,
+                ).id
             return dependencies.put_waiting(
                 self._store,
                 self._write_keys(),
@@ -372,7 +384,9 @@ class Pail:
                 late=True,
             )
         if then and (key is not None or due is not None):
-            raise ConfigurationError("then= goes with no key, delay, not_before or priority")
+            raise ConfigurationError(
+                "then= goes with no delay, not_before or priority, and with a key only beside after="
+            )
         if key is not None:
             return self.enqueue_once(payload, key=key, due=due, tags=checked, group=group).id
         job_id = new_job_id() if group is None else limiting.grouped_id(new_job_id(), group)
@@ -456,18 +470,24 @@ class Pail:
         due: datetime | None = None,
         tags: Mapping[str, str] | None = None,
         group: str | None = None,
+        after: Sequence[str] | None = None,
+        then: Sequence[str] | None = None,
+        on_failure: str = dependencies.DEAD_LETTER,
     ) -> dedup.EnqueueResult:
         """Enqueue ``payload`` unless a job with dedup ``key`` exists.
 
         Returns ``EnqueueResult(id, created)``: ``created`` is False when the
         key was already used, and ``id`` is then the existing job's. A key is
         remembered until ``forget_key`` (or a lifecycle rule on ``keys/``).
-        ``delay``, ``not_before``, ``priority``, ``tags`` and ``group`` work as in ``enqueue``.
+        ``delay``, ``not_before``, ``priority``, ``tags``, ``group``, ``after``,
+        ``then`` and ``on_failure`` work as in ``enqueue``.
         """
         checked = validate_tags(tags)
         now = self._clock.now()
         if due is None:
             due = due_for(priority, due_time(delay, not_before, now=now))
+        if after is not None and due is not None:
+            raise ConfigurationError("after= goes with no delay, not_before or priority")
         with tracing.sending(self._destination()) as trace:
             made = dedup.enqueue_keyed(
                 self._store,
@@ -480,6 +500,9 @@ class Pail:
                 tags=checked,
                 trace=trace,
                 group=group,
+                after=None if after is None else _ids(after),
+                then=_ids(then),
+                on_failure=on_failure,
             )
             if trace is not None:
                 tracing.sent(made.id)

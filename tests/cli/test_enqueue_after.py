@@ -54,10 +54,23 @@ def test_given_a_job_when_another_is_enqueued_after_it_then_it_waits_and_runs_on
     assert invoke("jobs", bucket, "--state", "waiting").stdout.startswith("no waiting jobs")
 
 
-@pytest.mark.parametrize(
-    "extra", [["--key", "k"], ["--delay", "5"], ["--priority", "high"]], ids=str
-)
-def test_given_after_with_a_key_delay_or_priority_then_usage_error_and_nothing_written(
+def test_given_after_with_a_key_when_enqueued_twice_then_one_waiting_job_and_the_repeat_says_so(
+    invoke: Invoke, pail: Pail, bucket: str
+) -> None:
+    first = pail.enqueue({"n": 1})
+
+    made = invoke("enqueue", bucket, '{"n": 2}', "--after", first, "--key", "merge")
+    again = invoke("--json", "enqueue", bucket, '{"n": 3}', "--after", first, "--key", "merge")
+
+    assert made.exit_code == 0 and again.exit_code == 0, (made.stderr, again.stderr)
+    job_id = made.stdout.strip()
+    assert json.loads(again.stdout) == {"id": job_id, "created": False}
+    assert pail.status(job_id).state is JobState.WAITING  # type: ignore[union-attr]
+    assert pail.stats().waiting == 1
+
+
+@pytest.mark.parametrize("extra", [["--delay", "5"], ["--priority", "high"]], ids=str)
+def test_given_after_with_a_delay_or_priority_then_usage_error_and_nothing_written(
     invoke: Invoke, pail: Pail, bucket: str, extra: list[str]
 ) -> None:
     first = pail.enqueue({"n": 1})

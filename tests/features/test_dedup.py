@@ -127,3 +127,44 @@ def test_given_invalid_key_when_enqueued_then_configuration_error(pail: Pail, ke
 def test_given_key_when_digested_then_fixed_width_hex() -> None:
     assert len(digest("order-42")) == 64
     assert digest("order-42") != digest("order-43")
+
+
+def test_given_keyed_producer_crashed_before_its_waiting_record_when_repeated_then_one_job_runs_after_once(
+    pail: Pail, hooked: HookedStore, counter: RequestCounter
+) -> None:
+    export = pail.enqueue({"step": "export"})
+
+    def crash() -> None:
+        raise SimulatedCrash
+
+    hooked.before("put", pail.keys.prefix("wait/"), crash)
+    with pytest.raises(SimulatedCrash):  # the key record landed, the waiting record did not
+        Pail(hooked).enqueue({"step": "merge"}, key="merge-42", after=[export])
+    before = counter.total()
+    repeat = pail.enqueue_once({"step": "other"}, key="merge-42", after=[export])
+    repaired = counter.total() - before
+    again = pail.enqueue_once({"step": "other"}, key="merge-42", after=[export])
+    repeated = counter.total() - before - repaired
+
+    assert not repeat.created and again == EnqueueResult(repeat.id, created=False)
+    # PUT key (412), GET record, HEADs of wait/ queue/ run/ done/ dlq/ (x3 rounds: no job),
+    # PUT wait/, HEAD done/ of the dependency.
+    assert repaired == 2 + 15 + 2, counter.by_operation
+    assert repeated == 3  # PUT key (412), GET record, HEAD wait/: waiting
+    status = pail.status(repeat.id)
+    assert status is not None and status.state is JobState.WAITING
+    assert pail.stats().waiting == 1 and pail.stats().pending == 1  # no entry beside it
+    ran: list[object] = []
+
+    def handler(payload: object) -> object:
+        ran.append(payload)
+        return payload
+
+    while pail.work_once(handler) or pail.stats().pending:
+        pail.flush()
+        pail.reap()  # the late edge's look (the deployed reaper runs every minute)
+
+    assert ran == [{"step": "export"}, {"step": "merge"}]
+    assert pail.result(repeat.id) == {"step": "merge"}
+    assert pail.enqueue({"step": "late"}, key="merge-42", after=[export]) == repeat.id
+    assert pail.stats().waiting == 0 and pail.stats().pending == 0

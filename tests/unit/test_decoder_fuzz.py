@@ -47,7 +47,8 @@ from pail.errors import DecodeError, PayloadError
 from pail.jsonsafe import DOCUMENT_DEPTH, MAX_DEPTH, check_value, loads
 from pail.keys import ALL_PREFIXES, Keys
 from pail.protocol import delay
-from pail.protocol.dedup import _decode as decode_dedup_record
+from pail.protocol.dedup import KeyRecord
+from pail.protocol.dedup import decode_record as decode_dedup_record
 from pail.protocol.reap_cursor import Position, _Cursor
 from pail.protocol.reap_cursor import decode as decode_reap_cursor
 from tests.support.hostile import ALL_BODIES
@@ -96,6 +97,10 @@ FIELDS = (
     "raw",
     "key",
     "envelope",
+    "waiting",
+    "on_failure",
+    "after",
+    "then",
     "due",
     "type",
     "message",
@@ -275,6 +280,17 @@ dedup_records = st.tuples(
         st.none(), st.datetimes(max_value=MAX_DUE.replace(tzinfo=None), timezones=st.just(UTC))
     ),
 )
+waiting_dedup_records = st.tuples(  # enqueue(key=..., after=[...]): no due time, edges
+    st.text(alphabet="0123456789ABCDEFGHJKMNPQRSTVWXYZ", min_size=26, max_size=26),
+    st.builds(
+        Envelope,
+        payload=strict_json,
+        enqueued_at=times,
+        after=st.just(("01J0000000000000000000000B",)),
+        then=st.sampled_from(((), ("01J0000000000000000000000C",))),
+    ),
+    st.none(),
+)
 cursors = st.one_of(
     st.builds(Position, after=texts.map(lambda rest: "run/" + rest)),
     st.builds(Position, token=texts.filter(bool)),
@@ -283,7 +299,10 @@ cursors = st.one_of(
 
 def _dedup_body(record: tuple[str, Envelope, datetime | None]) -> bytes:
     job_id, envelope, due = record  # as protocol.dedup.enqueue_keyed writes it
-    fields: dict[str, Any] = {"id": job_id, "key": "k", "envelope": json.loads(envelope.encode())}
+    place = "waiting" if envelope.after else "envelope"
+    fields: dict[str, Any] = {"id": job_id, "key": "k", place: json.loads(envelope.encode())}
+    if envelope.after:
+        fields["on_failure"] = "cancel"
     if due is not None:
         fields["due"] = due.isoformat()
     return json.dumps({**fields, "w": "t"}).encode()
@@ -297,7 +316,7 @@ VALID: dict[str, st.SearchStrategy[tuple[str, bytes, Any]]] = {
     "result": strict_json.map(
         lambda value: ("result", encode_result(value), {} if value is None else value)
     ),
-    "dedup": dedup_records.map(
+    "dedup": st.one_of(dedup_records, waiting_dedup_records).map(
         lambda record: ("dedup", _dedup_body(record), (record[0], record[1].payload, record[2]))
     ),
     "reap-cursor": cursors.map(
@@ -316,9 +335,9 @@ def _decodes_back(
         decoded = decoders[name](body)
     except DecodeError as exc:
         raise AssertionError(f"{name} decoder refused what pail wrote: {exc}") from exc
-    if name == "dedup" and isinstance(decoded, tuple):
-        job_id, envelope, due = decoded  # the envelope comes back stripped to what a repair writes
-        decoded = (job_id, envelope.payload, due)
+    if name == "dedup" and isinstance(decoded, KeyRecord):
+        # The envelope comes back stripped to what a repair writes.
+        decoded = (decoded.job_id, decoded.envelope.payload, decoded.due)
     assert decoded == expected, f"{name} decoder gave {decoded!r}, not {expected!r}"
 
 

@@ -134,17 +134,29 @@ def enqueue(
     \b
       a=$(pail enqueue jobs '{"step": "export"}')
       pail enqueue jobs '{"step": "merge"}' --after "$a"
+
+    With --key as well, the key names the waiting job: a repeat prints its id.
     """
     bucket, (source,) = split_bucket(args, ["PAYLOAD"])
     opts = options(ctx)
     payloads = read_payloads(source, lines=lines)
     labels = tag_options(tags)
-    if after and (key is not None or delay is not None or priority != "normal"):
-        raise CommandError("--after goes with no --key, --delay or --priority", ExitCode.USAGE)
+    if after and (delay is not None or priority != "normal"):
+        raise CommandError("--after goes with no --delay or --priority", ExitCode.USAGE)
     pail = opts.connect(bucket)
     out = opts.output()
     if key is not None:
-        enqueue_keyed(pail, out, payloads, key, delay=delay, priority=priority, tags=labels)
+        enqueue_keyed(
+            pail,
+            out,
+            payloads,
+            key,
+            delay=delay,
+            priority=priority,
+            tags=labels,
+            after=list(after) or None,
+            on_failure=on_failure,
+        )
         return
     for payload in payloads:
         job_id = pail.enqueue(
@@ -167,11 +179,21 @@ def enqueue_keyed(
     delay: float | None = None,
     priority: str = "normal",
     tags: dict[str, str] | None = None,
+    after: list[str] | None = None,
+    on_failure: str = DEAD_LETTER,
 ) -> None:
     """``enqueue --key``: one payload, at most one job per key; say when the key was used."""
     if len(payloads) != 1:
         raise CommandError("--key takes exactly one payload", ExitCode.USAGE)
-    done = pail.enqueue_once(payloads[0], key=key, delay=delay, priority=priority, tags=tags)
+    done = pail.enqueue_once(
+        payloads[0],
+        key=key,
+        delay=delay,
+        priority=priority,
+        tags=tags,
+        after=after,
+        on_failure=on_failure,
+    )
     out.result({"id": done.id, "created": done.created}, lambda: out.line(done.id))
     if not done.created:
         out.note(f"key {key!r} already used: {done.id} is the existing job; nothing enqueued")
