@@ -14,7 +14,16 @@ own sequence, so the ledger follows every job of them:
   ``after`` them (``Pail.enqueue(after=...)``'s writes: the record lists
   them as late, their outcomes are looked at once, and the reaper's pass
   looks at the rest);
-* foreign bytes at a ``wait/`` key that names no graph job.
+* foreign bytes at a ``wait/`` key that names no graph job;
+* in about half of these worlds (``keyed_for``, a stream of its own), one or
+  two **keyed** late edges (``Pail.enqueue(key=K, after=[...])``'s writes,
+  ``dedup.enqueue_keyed``): the operator writes the dependencies, then two
+  or three keyed producers (processes of their own, which the world crashes
+  and stalls like any other) enqueue the same key after them at random
+  times, racing the dependencies' ends and the promotion; the first of
+  them, most times, crashes between the key record and the waiting record,
+  so a repeat's repair writes the waiting record. A crashed keyed producer
+  comes back and repeats every keyed edge.
 
 The workers (the shipped loop), reapers, redrivers and cancellers of the
 world act on these jobs like on any other, with their crashes, stalls,
@@ -37,12 +46,13 @@ import itertools
 import json
 import random
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pail.codec import META_OUTCOME, OUTCOME_SUCCEEDED
 from pail.errors import PailError
 from pail.keys import QUEUE, RUN, WAIT, Keys
-from pail.protocol import dependencies
+from pail.protocol import dedup, dependencies
 from pail.protocol import layout as layout_marker
 from pail.protocol.dependencies.graph import put_waiting
 from pail.protocol.dependencies.repair import Repairer
@@ -51,6 +61,7 @@ from pail.store.base import Store, StoredObject
 from tests.simulation.actors import sim_job_id
 from tests.simulation.invariants import Kind
 from tests.simulation.scheduler import Actor, Process
+from tests.support.hooked_store import HookedStore
 
 if TYPE_CHECKING:
     from tests.simulation.harness import World
@@ -61,6 +72,22 @@ FIRST_GRAPH_JOB = 2 * 10**9
 """Graph jobs' ids start here in the run's sequence: apart from the producer's and the ticks'."""
 TRIES = 100
 REPAIRERS = 2
+KEYED_SHARE = 0.5
+"""The share of the graph worlds that also have keyed late edges (``enqueue(key=, after=)``)."""
+KEYED_PRODUCER = "keyed-producer"
+"""The process kind of a keyed producer: not ``producer``, so the world crashes and stalls it."""
+
+
+@dataclass(frozen=True)
+class KeyedEdge:
+    """One keyed late edge: the key, the jobs it waits for, and the id its first producer draws."""
+
+    key: str
+    after: tuple[str, ...]
+    job_id: str
+    on_failure: str
+    crash_first: bool
+    """Whether its first producer crashes between the key record and the waiting record."""
 
 
 @dataclass
@@ -73,15 +100,24 @@ class Graph:
 class Graphs:
     """The dependency graphs of one world and their invariant (an ``harness.Extra``)."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, keyed: random.Random | None = None) -> None:
         self.rng = rng
+        self.keyed = keyed
+        """The keyed edges' own stream (None: this world has none), so that drawing them
+        leaves the rest of a graph world's draws as they were."""
         self.waits: dict[str, tuple[str, ...]] = {}
         """Dependent id -> its dependencies, for every graph of the run."""
         self._ids = iter(range(FIRST_GRAPH_JOB, 2 * FIRST_GRAPH_JOB))
         self._writing = False
-        self.bodies: dict[str, Any] = {"repairer": self._repairer}
-        """The process kind this extra adds: the reaper's pass over ``wait/`` (``Repairer``),
-        run apart from the world's reapers so that a world without graphs is unchanged."""
+        self.edges: list[KeyedEdge] = []
+        self._keyed_busy: set[Process] = set()
+        """Keyed producers inside an enqueue: the run is not quiet while one may still write."""
+        self._crashed: set[str] = set()
+        """Keyed jobs whose first producer crashed between its two writes."""
+        self.bodies: dict[str, Any] = {"repairer": self._repairer, KEYED_PRODUCER: self._keyed}
+        """The process kinds this extra adds: the reaper's pass over ``wait/`` (``Repairer``),
+        run apart from the world's reapers so that a world without graphs is unchanged, and
+        the keyed producers (``World.start`` brings a crashed one back by its kind)."""
 
     # -- the harness's hooks ----------------------------------------------
 
@@ -94,7 +130,8 @@ class Graphs:
     def quiet(self, world: World) -> bool:
         """Not while the operator writes, nor while a dependent whose dependencies all ended
         is yet to end (a late edge waits for a reaper's pass): the reapers run on meanwhile."""
-        return not self._writing and not any(self._due(world))
+        busy = any(process.alive for process in self._keyed_busy)
+        return not self._writing and not busy and not any(self._due(world))
 
     def _due(self, world: World) -> list[str]:
         due = []
@@ -136,6 +173,8 @@ class Graphs:
     ) -> None:
         if after is None:
             return
+        if before is None and self._crashed and world.keys.entry_id(key, WAIT) in self._crashed:
+            world.counts["graph_keyed_repaired"] += 1  # its first producer never wrote it
         prefix = QUEUE if world.keys.entry_id(key, QUEUE) is not None else None
         if prefix is None and world.keys.entry_id(key, RUN) is not None:
             prefix = RUN
@@ -190,6 +229,10 @@ class Graphs:
             # A producer given a count records it in the layout marker before its first write
             # (Pail._write_keys): a finisher still on an older count finds the record by it.
             self._retry(world, lambda: layout_marker.publish(world.store, keys, keys.shards))
+        if self.keyed is not None:
+            # Its own actor, beside the shapes below: their draws stay what they were.
+            keyed = world.scheduler.new_process("keyed-operator", "producer")  # never crashes
+            world.scheduler.spawn(keyed, "keyed-graphs", lambda: self._keyed_edges(world, keyed))
         for _ in range(self.rng.randint(2, 4)):
             world.scheduler.sleep(self.rng.uniform(0, config.chaos_duration / 3))
             shape = self.rng.choice(("fan-in", "chain", "late"))
@@ -262,6 +305,102 @@ class Graphs:
             ),
         )
 
+    def _keyed_edges(self, world: World, process: Process) -> None:
+        """Keyed late edges: the dependencies, then keyed producers racing their ends."""
+        rng = self.keyed
+        assert rng is not None
+        clock = world.clock(process)
+        vt = world.config.visibility_timeout
+        for number in range(rng.randint(1, 2)):
+            world.scheduler.sleep(rng.uniform(0, world.config.chaos_duration / 3))
+            self._writing = True
+            try:
+                firsts = tuple(self._new_id(world) for _ in range(rng.randint(1, 2)))
+                for job in firsts:
+                    self._retry(
+                        world,
+                        lambda job=job: put_pending(
+                            world.store, world.keys, {}, job, now=clock.now()
+                        ),
+                    )
+                edge = KeyedEdge(
+                    f"keyed-{number}",
+                    firsts,
+                    self._new_id(world),
+                    rng.choice((dependencies.DEAD_LETTER, dependencies.CANCEL)),
+                    rng.random() < 0.75,
+                )
+                self.waits[edge.job_id] = firsts
+                self.edges.append(edge)
+                for _ in range(rng.randint(2, 3)):  # the first, and its repeats
+                    world.start(KEYED_PRODUCER, delay=rng.uniform(0, 1.5 * vt))
+            finally:
+                self._writing = False
+            world.counts["graphs_keyed"] += 1
+
+    def _keyed(self, world: World, process: Process) -> None:
+        """A keyed producer: ``enqueue(key=K, after=[...])`` of every keyed edge made so far.
+
+        The first to reach an edge whose ``crash_first`` is set crashes right after its key
+        record landed, before the waiting record; the world brings the process back, and it
+        repeats every edge. Each try is the whole call again, as a producer's retry is.
+        """
+        rng = self.keyed
+        assert rng is not None
+        clock = world.clock(process)
+        for edge in list(self.edges):
+            store: Store = world.store
+            first = edge.crash_first and edge.job_id not in self._crashed
+            if first:
+                hooked = HookedStore(world.store)
+                hooked.before(
+                    "put", world.keys.wait(edge.job_id), partial(self._crash, world, edge)
+                )
+                store = hooked
+            self._keyed_busy.add(process)
+            try:
+                for _ in range(TRIES):
+                    try:
+                        made = dedup.enqueue_keyed(
+                            store,
+                            world.keys,
+                            {"keyed": edge.key},
+                            edge.key,
+                            now=clock.now(),
+                            after=edge.after,
+                            on_failure=edge.on_failure,
+                            job_id=edge.job_id,
+                        )
+                        break
+                    except PailError as exc:  # S3 refused: a producer sends the call again
+                        world.ledger.note(f"keyed producer: {exc}; trying again")
+                        world.scheduler.sleep(rng.uniform(0.05, 0.5))
+                else:
+                    raise AssertionError("a keyed producer could not enqueue its edge")
+            finally:
+                self._keyed_busy.discard(process)
+            if made.id != edge.job_id:
+                world.ledger.violate(
+                    Kind.DEPENDENCY, edge.job_id, f"key {edge.key} named {made.id}, a second job"
+                )
+            world.counts["graph_keyed_enqueues"] += 1
+            world.counts["graph_keyed_repeats"] += not made.created
+
+    def _crash(self, world: World, edge: KeyedEdge) -> None:
+        """The keyed producer dies between its key record and its waiting record."""
+        if edge.job_id in self._crashed:
+            return  # a repeat: it does not crash
+        actor = world.scheduler.current
+        assert actor is not None
+        self._crashed.add(edge.job_id)
+        self._keyed_busy.discard(actor.process)
+        world.counts["graph_keyed_crashed"] += 1
+        world.ledger.note(f"keyed producer crashes before wait/{edge.job_id}")
+        rng = self.keyed
+        assert rng is not None
+        world.start(KEYED_PRODUCER, delay=rng.uniform(0.05, world.config.visibility_timeout))
+        world.scheduler.crash(actor.process)
+
     def _foreign(self, world: World, keys: Keys) -> None:
         key = keys.wait(sim_job_id(3 * FIRST_GRAPH_JOB))
         garbage = self.rng.choice((b"NaN", b'{"payload": 1, "after": "x"}', b"\xff\xfe", b"[]"))
@@ -287,4 +426,7 @@ def _outcome(store: Store, keys: Keys, job_id: str) -> str | None:
 def graphs_for(seed: int, share: float | None = None) -> Graphs | None:
     """The graphs of seed ``seed``'s world, or None (most seeds), drawn apart from the run's randomness."""
     rng = random.Random(f"dependency-graphs-{seed}")  # a salt none of the pinned seeds draws
-    return Graphs(rng) if rng.random() < (SHARE if share is None else share) else None
+    if rng.random() >= (SHARE if share is None else share):
+        return None
+    keyed = random.Random(f"keyed-after-{seed}")  # its own stream: a graph world's draws stay
+    return Graphs(rng, keyed if keyed.random() < KEYED_SHARE else None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from pail.codec import (
 )
 from pail.errors import ConditionFailedError, DecodeError, PailError
 from pail.keys import Keys
-from pail.protocol import transitions
+from pail.protocol import dedup, transitions
 from pail.protocol.claim import Claimer, Skip
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
@@ -331,6 +332,25 @@ def _claim_raises_on_foreign_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     steps.CLAIM_QUARANTINE.replace(monkeypatch, quarantine)
 
 
+def _keyed_repair_writes_an_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keyed repair as it was before ``after=`` met keys: it writes the pending entry."""
+
+    def repair(
+        store: Store,
+        keys: Keys,
+        record: dedup.KeyRecord,
+        now: datetime,
+        stats: WriteStats | None,
+    ) -> None:
+        envelope = record.envelope
+        target = keys.queue(record.job_id)
+        put_conditional(
+            store, target, envelope.encode(), envelope.write, if_none_match=True, stats=stats
+        )
+
+    steps.DEDUP_REPAIR.replace(monkeypatch, repair)
+
+
 def _reaper_leaves_expired_leases(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reaper that finds expired leases and leaves them: a crashed worker's job never ends."""
 
@@ -519,6 +539,17 @@ REGRESSIONS = (
         _claim_raises_on_foreign_bytes,
         family=Family.HOSTILE,
         search=20,
+    ),
+    Regression(
+        "keyed-repair-writes-an-entry",
+        37,
+        Kind.DEPENDENCY,
+        "A keyed producer enqueues a job after others (enqueue(key=K, after=[...])) and crashes "
+        "between the key record and the waiting record; a repeat with the same key finds no "
+        "object of the job and repairs it with a pending entry, as a plain keyed job's repair "
+        "does: the job runs before its dependencies succeeded.",
+        _keyed_repair_writes_an_entry,
+        search=300,
     ),
     Regression(
         "reaper-leaves-expired-leases",

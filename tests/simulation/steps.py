@@ -31,7 +31,7 @@ from typing import Any, cast
 import pytest
 
 from pail import codec, status
-from pail.protocol import cancel, delay, redrive, transitions
+from pail.protocol import cancel, dedup, delay, redrive, transitions
 from pail.protocol.claim import Claimer
 from pail.protocol.reaper import Reaper
 
@@ -123,6 +123,12 @@ CANCEL_MARK = Step(
     cancel, cancel._mark_terminal, "the cancelled marker, unless the job has an outcome: which won"
 )
 STATUS_READ = Step(status, status._read_once, "one read of a job's status, done/ first")
+
+# --- dedup keys (Dedup keys) -------------------------------------------------------
+
+DEDUP_REPAIR = Step(
+    dedup, dedup._repair, "a repeat's repair: the job's first record (wait/ if it waits)"
+)
 
 STEPS: tuple[Step[Any], ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Step))
 

@@ -22,11 +22,12 @@ from pail.protocol.dependencies import WaitingJob, release
 from tests.simulation import dependencies
 from tests.simulation.harness import Outcome, run_seed
 from tests.simulation.invariants import Kind
+from tests.simulation.regressions import REGRESSIONS
 
 SEEDS = range(120)
 """The CI sweep of the family (about 4 s of CPU on one core)."""
 BAD_SEARCH = range(100)
-"""The seeds each known-bad variant must break the invariant within (found: seeds 0 and 48)."""
+"""The seeds each known-bad variant must break the invariant within (found: seeds 0, 48 and 6)."""
 
 
 @pytest.fixture(autouse=True)
@@ -63,9 +64,13 @@ def test_given_the_family_when_simulated_then_its_graphs_run_and_end() -> None:
     # The sweep means something only if dependents are claimed, end, and the bucket fights back.
     assert counts["graph_dependents_claimed"] >= 40
     assert counts["graph_dependents_ended"] >= 40
-    for shape in ("fan-in", "chain", "late"):
+    for shape in ("fan-in", "chain", "late", "keyed"):
         assert counts[f"graphs_{shape}"] >= 3
     assert counts["graph_foreign"] >= 10
+    # Keyed late edges: first producers crash between their two writes, and repeats repair.
+    assert counts["graph_keyed_crashed"] >= 3
+    assert counts["graph_keyed_repaired"] >= 3
+    assert counts["graph_keyed_repeats"] >= 10
 
 
 def _first_caught(kind: Kind = Kind.DEPENDENCY) -> int | None:
@@ -98,6 +103,17 @@ def test_given_a_dependency_met_without_its_condition_when_simulated_then_it_is_
         return real(*args, **kwargs)
 
     monkeypatch.setattr(release, "put_conditional", blind)
+
+    assert _first_caught() is not None
+
+
+def test_given_a_keyed_repair_that_writes_the_entry_when_simulated_then_it_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Known-bad: a repeat of enqueue(key=K, after=[...]) whose first producer crashed
+    # between its two writes repairs with a pending entry (regressions.py has its main-sweep seed).
+    regression = next(r for r in REGRESSIONS if r.name == "keyed-repair-writes-an-entry")
+    regression.restore_bug(monkeypatch)
 
     assert _first_caught() is not None
 
