@@ -4,10 +4,12 @@ Three runs, each on its own queue of one server (127.0.0.1), every worker a
 thread with its own client and ``Pail.work`` loop, every request counted by
 botocore hooks:
 
-* **concurrency**: ``--workers`` workers (16) on ``--jobs`` jobs with a limit
-  of 3: the most handlers running at once, sampled every 5 ms and at each
-  start (must be 3); the same jobs with no limit, for the extra requests per
-  job and the failed conditional writes per claim a limit costs;
+* **concurrency**: ``--workers`` workers (16) on ``--jobs`` jobs (400) with a
+  limit of 3: the most handlers running at once, sampled every 5 ms and at
+  each start (must be 3); the same jobs with no limit, side by side and
+  ``--rounds`` times (2), for the extra requests per job (by kind of request
+  and key: ``extra_by_kind``) and the failed conditional writes per claim a
+  limit costs;
 * **rate**: the same workers with a rate of 5/s: the most handler starts in
   any one second of the server's clock (fixed windows: must be at most 5),
   and, for the record, in any sliding second;
@@ -31,10 +33,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pail import Pail
 from pail.local import LocalS3
-from pail_bench.counting import RequestCounter, by_operation, diff, failed_conditions, total
+from pail_bench.counting import EVENT, RequestCounter, by_operation, diff, failed_conditions, total
 
 BUCKET = "limits"
 HANDLER_SECONDS = 0.05
@@ -81,9 +84,57 @@ def _handler(running: Running, seconds: float) -> Callable[[Any], Any]:
     return run
 
 
+class KindCounter:
+    """Requests by operation, HTTP status and the kind of key they name (``run``, ``slots`` ...).
+
+    What ``RequestCounter`` counts, split by the key's place in the queue's
+    layout, so a limit's extra requests can be told apart: the slot's PUT and
+    DELETE, the LISTs of ``_pail/slots/``, the GETs of ``_pail/limits``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls: Counter[str] = Counter()
+
+    def attach(self, events: Any) -> None:
+        events.register(EVENT, self._on_attempt, unique_id=f"pail-kinds-{id(self)}")
+
+    def _on_attempt(
+        self, response: Any = None, operation: Any = None, request_dict: Any = None, **_: Any
+    ) -> None:
+        status = 0 if response is None else int(response[0].status_code)
+        name = operation.name if operation is not None else "?"
+        with self._lock:
+            self.calls[f"{name} {status} {_kind(request_dict)}"] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self.calls.items()))
+
+
+KINDS = KindCounter()
+"""Every run's requests by kind (each run diffs its own)."""
+
+
+def _kind(request: Any) -> str:
+    """The kind of key a request names: its first segment after the queue, or ``_pail/{name}``."""
+    if not isinstance(request, dict):
+        return "?"
+    query = request.get("query_string") or {}
+    key = query.get("prefix") if isinstance(query, dict) and "prefix" in query else None
+    if key is None:
+        key = unquote(str(request.get("url_path", ""))).lstrip("/")  # {namespace}/{key}
+    parts = key.split("/")
+    rest = parts[1:] if len(parts) > 1 else parts  # past the namespace
+    if rest and rest[0] == "_pail" and len(rest) > 1:
+        return f"_pail/{rest[1]}"
+    return rest[0] if rest else "?"
+
+
 def _connect(server: LocalS3, namespace: str, counter: RequestCounter) -> Pail:
     pail = Pail.connect(BUCKET, queue=namespace, shards=1, **server.connect_kwargs())  # type: ignore[arg-type]
     counter.attach(pail.store.client.meta.events)  # type: ignore[attr-defined]
+    KINDS.attach(pail.store.client.meta.events)  # type: ignore[attr-defined]
     return pail
 
 
@@ -103,6 +154,7 @@ def _work(
     stop = threading.Event()
     pails = [_connect(server, namespace, counter) for _ in range(workers)]
     before = counter.snapshot()
+    kinds_before = KINDS.snapshot()
     began = time.monotonic()
     threads = [
         threading.Thread(
@@ -133,6 +185,7 @@ def _work(
     return {
         "seconds": round(elapsed, 2),
         "requests": by_operation(counts),
+        "requests_by_kind": diff(KINDS.snapshot(), kinds_before),
         "requests_per_job": round(total(counts) / max(jobs, 1), 2),
         "failed_writes": failed_conditions(counts),
         "failed_writes_per_claim": round(
@@ -147,34 +200,69 @@ def _all_done(running: Running, jobs: int) -> bool:
     return len(running.starts) >= jobs and running.now == 0
 
 
-def concurrency(server: LocalS3, workers: int, jobs: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, limit in (("no_limit", None), ("limit_3", 3)):
-        counter = RequestCounter()
-        queue = _connect(server, f"conc-{name.replace('_', '')}", counter)
-        if limit is not None:
-            queue.set_limit(limit)
-        queue.enqueue_many([{"n": n} for n in range(jobs)])
-        running = Running()
-        figures = _work(
-            server,
-            queue.keys.namespace,
-            workers,
-            jobs,
-            _handler(running, HANDLER_SECONDS),
-            counter,
-            running,
-            until=functools.partial(_all_done, running, jobs),
-            timeout=600,
+def concurrency(server: LocalS3, workers: int, jobs: int, rounds: int) -> dict[str, Any]:
+    """The same workload with and without a limit of 3, side by side, ``rounds`` times.
+
+    The workload is the round-2 claim benchmark's contention run (400 jobs
+    raced by 16 workers; ``docs/performance.md``), with 50 ms handlers: a
+    small backlog (96 jobs for 16 workers) measures the workers' race for a
+    few entries, whose failed writes swing from 0.3 to 0.7 per claim from one
+    run to the next with no limit at all. The sides alternate, so a change in
+    the machine's load hits both alike.
+    """
+    out: dict[str, Any] = {"jobs": jobs, "rounds": []}
+    for round_ in range(rounds):
+        pair: dict[str, Any] = {}
+        for name, limit in (("no_limit", None), ("limit_3", 3)):
+            counter = RequestCounter()
+            queue = _connect(server, f"conc-{name.replace('_', '')}-{round_}", counter)
+            if limit is not None:
+                queue.set_limit(limit)
+            queue.enqueue_many([{"n": n} for n in range(jobs)])
+            running = Running()
+            figures = _work(
+                server,
+                queue.keys.namespace,
+                workers,
+                jobs,
+                _handler(running, HANDLER_SECONDS),
+                counter,
+                running,
+                until=functools.partial(_all_done, running, jobs),
+                timeout=600,
+            )
+            figures["most_running_at_a_start"] = running.most_at_start
+            figures["most_running_sampled"] = running.most_sampled
+            figures["samples"] = running.samples
+            pair[name] = figures
+        pair["extra_requests_per_job"] = round(
+            pair["limit_3"]["requests_per_job"] - pair["no_limit"]["requests_per_job"], 2
         )
-        figures["most_running_at_a_start"] = running.most_at_start
-        figures["most_running_sampled"] = running.most_sampled
-        figures["samples"] = running.samples
-        out[name] = figures
-    out["extra_requests_per_job"] = round(
-        out["limit_3"]["requests_per_job"] - out["no_limit"]["requests_per_job"], 2
-    )
+        pair["extra_by_kind"] = _extra_by_kind(
+            pair["no_limit"]["requests_by_kind"], pair["limit_3"]["requests_by_kind"], jobs
+        )
+        out["rounds"].append(pair)
+    out["summary"] = {
+        "extra_requests_per_job": [pair["extra_requests_per_job"] for pair in out["rounds"]],
+        "failed_writes_per_claim": {
+            side: [pair[side]["failed_writes_per_claim"] for pair in out["rounds"]]
+            for side in ("no_limit", "limit_3")
+        },
+        "most_running_at_a_start": {
+            side: max(pair[side]["most_running_at_a_start"] for pair in out["rounds"])
+            for side in ("no_limit", "limit_3")
+        },
+    }
     return out
+
+
+def _extra_by_kind(base: dict[str, int], limited: dict[str, int], jobs: int) -> dict[str, float]:
+    """Per job, what the limited run sent more (or fewer) of each request kind than the base."""
+    kinds = sorted(set(base) | set(limited))
+    deltas = {
+        kind: round((limited.get(kind, 0) - base.get(kind, 0)) / max(jobs, 1), 3) for kind in kinds
+    }
+    return {kind: delta for kind, delta in deltas.items() if delta}
 
 
 def rate(server: LocalS3, workers: int, jobs: int) -> dict[str, Any]:
@@ -262,6 +350,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--big", type=int, default=None)
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="concurrency: repeats of both sides"
+    )
     parser.add_argument("--out", default=None, help="also write the figures here, as JSON")
     parser.add_argument("--poll", type=float, default=20.0, help="work loops' longest idle wait")
     parser.add_argument(
@@ -269,14 +360,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     POLL[0] = args.poll
-    jobs = args.jobs or (24 if args.quick else 96)
+    jobs = args.jobs or (24 if args.quick else 400)
+    rounds = args.rounds or (1 if args.quick else 2)
     big = args.big or (60 if args.quick else 1000)
     rate_jobs = 15 if args.quick else 40
     with LocalS3() as server:
         setup = _connect(server, "setup", RequestCounter())
         setup.store.client.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
         runs: dict[str, Callable[[], dict[str, Any]]] = {
-            "concurrency": lambda: concurrency(server, args.workers, jobs),
+            "concurrency": lambda: concurrency(server, args.workers, jobs, rounds),
             "rate": lambda: rate(server, args.workers, rate_jobs),
             "fairness": lambda: fairness(server, min(args.workers, 4), big, 10),
         }
