@@ -5,9 +5,11 @@ limits: L1 and L2 hold at every write, and every job ends (half of them
 under a rate limit too: every start holds a token of its own). Then the
 known-bad variants, each caught as a hard assertion within a bounded number
 of seeds: a recovery that frees a slot without looking at its lease (a slot
-without its fence), a give-back that deletes without ``If-Match`` (both
-break L1), a reaper that recovers no slot (L2), a start token written
-without ``If-None-Match`` and a claim that takes no token (``Kind.RATE``).
+without its fence), a recovery that judges a slot written again since its
+listing by the listing's age, a give-back that deletes without ``If-Match``
+(all three break L1), a reaper that recovers no slot (L2), a start token
+written without ``If-None-Match`` and a claim that takes no token
+(``Kind.RATE``).
 """
 
 from __future__ import annotations
@@ -78,6 +80,18 @@ def test_given_a_give_back_that_is_not_conditional_then_another_holders_slot_is_
     monkeypatch.setattr(slots, "give_back", unconditional)
     caught = _first_caught({Kind.LIMIT})
     print(f"\nunconditional give-back: caught at seed {caught}")
+    assert caught is not None
+
+
+def test_given_a_recovery_that_judges_a_slot_by_its_listing_then_a_live_handler_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A recovery whose LIST saw an old slot, and whose GET read the slot a new claimer
+    # wrote at that index since (its lease not yet written): freeing it by the old age
+    # leaves that claimer's handler running without its slot.
+    monkeypatch.setattr(slots, "written_since", lambda found, listed: False)
+    caught = _first_caught({Kind.LIMIT})
+    print(f"\nslot judged by its listing: caught at seed {caught}")
     assert caught is not None
 
 

@@ -25,6 +25,8 @@ from pail.protocol.limits import config, gate, groups, slots
 from pail.protocol.reaper import Reaper
 from pail.protocol.settle import Policy
 from pail.queue import Pail
+from pail.store.counting import CountingStore
+from pail.store.memory import MemoryStore
 from tests.support.hostile import ALL_BODIES
 from tests.support.recording_store import RecordingStore
 
@@ -501,3 +503,36 @@ def test_given_a_full_queue_when_a_named_entry_is_claimed_then_it_is_limited() -
     assert woken.named_claim_found is Named.LIMITED and woken.claims_limited
     assert woken.status(second) is not None  # still pending: nothing was written for it
     assert len(held_slots(store)) == 1
+
+
+def test_given_a_slot_taken_again_after_the_recovery_listed_it_then_the_new_holder_keeps_it() -> (
+    None
+):
+    # The recovery lists an old slot; before its GET, the slot is freed and a claimer takes
+    # that index for a lease it has not written yet. The GET then reads that young slot,
+    # which the old listing's age says nothing about (test_limits_sim's seed 199 found it).
+    clock = StillClock()
+    memory = MemoryStore("jobs", now=clock.now)
+    keys = Keys()
+    key = slots.slot_key(slots.scope(keys), 0)
+    crashed = slots.take(memory, key, slots.SlotRecord("j1", "t1", keys.run("j1")), sent_at=0.0)
+    assert crashed is not None
+    clock.advance(VT + 5)
+    taken: list[slots.Held] = []
+
+    def between_list_and_get(operation: str, requested: str) -> None:
+        if operation == "GetObject" and requested == key and not taken:
+            assert slots.give_back(memory, crashed)  # freed (the crashed one's own retry)
+            record = slots.SlotRecord("j2", "t2", keys.run("j2"))
+            won = slots.take(memory, key, record, sent_at=clock.monotonic())
+            assert won is not None
+            taken.append(won)  # its lease is not written yet: the claim is between the two
+
+    store = CountingStore(memory, on_request=between_list_and_get)
+
+    report = slots.recover(store, keys, visibility_timeout=VT)
+
+    assert report.recovered == 0
+    assert taken and memory.get(key) is not None
+    found = memory.get(key)
+    assert found is not None and found.etag == taken[0].etag

@@ -38,7 +38,7 @@ from pail.ids import new_token
 from pail.jsonsafe import dumps, loads
 from pail.keys import Keys
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
-from pail.store.base import ObjectInfo, Store
+from pail.store.base import ObjectInfo, Store, StoredObject
 
 log = logging.getLogger("pail")
 
@@ -218,7 +218,9 @@ def recover(
 
     Only slots older than the visibility timeout (plus the clock's
     resolution, by the server's clock) are read: a claim proves a slot it
-    wrote longer ago than that before it runs. Never raises for foreign
+    wrote longer ago than that before it runs. A slot whose GET shows
+    another ETag than its listing is left alone: it was written since, so
+    its age is not the listing's. Never raises for foreign
     bytes; a storage error of one slot is logged and the pass goes on.
     """
     report = RecoveryReport()
@@ -243,9 +245,19 @@ def recover(
     return report
 
 
+def written_since(found: StoredObject, listed: ObjectInfo) -> bool:
+    """True if the slot a recovery read is not the one it listed (another ETag).
+
+    Then it is a new holder's slot, as young as its write, which the listing's
+    age says nothing about; its lease may not exist yet (a claim holds its
+    slot before it writes its lease). The next pass judges it.
+    """
+    return found.etag != listed.etag
+
+
 def _recover_one(store: Store, keys: Keys, item: ObjectInfo, report: RecoveryReport) -> None:
     found = store.get(item.key)
-    if found is None:
+    if found is None or written_since(found, item):
         return
     try:
         record = SlotRecord.decode(found.body)
