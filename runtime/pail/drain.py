@@ -450,7 +450,8 @@ def drain(
     ``limited`` (no request: ``Pail.claims_limited_for``) tells a claim that
     found no job because the queue is at a limit, and for how long it stays
     so if known: the drain then stops with ``StopReason.LIMITED``, or,
-    polling, waits politely: its usual backoff, never less than that time.
+    polling, waits politely: its usual backoff, never less than that time,
+    and the backoff doubles on from the wait.
     """
     try:
         return _drain(
@@ -526,10 +527,13 @@ def _drain(
                 log.info("the queue is paused: claiming nothing until it is resumed")
             announced_pause = announced_pause or is_paused
             delay = polling.next(delay)
-            # At a limit, back off as on an empty queue, but never wake before it can
-            # admit again (a rate limit's window end): no LIST that can only be refused.
-            wait = delay if held_back is None else min(max(delay, held_back), polling.ceiling)
-            _idle(wait, limits, clock, tick)
+            if held_back is not None:
+                # At a limit, back off as on an empty queue, but never wake before it can
+                # admit again (a rate limit's window end): no LIST that can only be refused.
+                # The doubling goes on from that wait, so a worker a full queue keeps out
+                # looks 1, 2, 4 ... s apart (up to the ceiling), not once a second.
+                delay = min(max(delay, held_back), polling.ceiling)
+            _idle(delay, limits, clock, tick)
             continue
         delay = None
         if announced_pause:

@@ -505,6 +505,55 @@ def test_given_a_full_queue_when_a_named_entry_is_claimed_then_it_is_limited() -
     assert len(held_slots(store)) == 1
 
 
+def test_given_a_full_queue_when_a_worker_without_a_slot_claims_then_it_reads_no_entry() -> None:
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(5):
+        producer.enqueue({"i": i})
+    producer.set_limit(1)
+    holder = pail(store, clock)
+    running = holder.claim()
+    assert running is not None
+    blocked = pail(store, clock)
+    store.clear()
+
+    assert blocked.claim() is None
+    clock.advance(gate.FULL_FOR)  # its mark of the full queue has run out: it looks again
+    assert blocked.claim() is None
+
+    assert blocked.claims_limited
+    # The slots are listed before any entry is read: a blocked worker's poll is one LIST of
+    # the slots (its first claim also lists the queue and reads the pause and the limits).
+    entry_reads = [key for op, key in store.calls if op == "get" and key.startswith("queue/")]
+    assert entry_reads == []
+    assert [key for op, key in store.calls if op == "list"] == [
+        "queue/",
+        "_pail/slots/queue/",
+        "_pail/slots/queue/",
+    ]
+    assert not [call for call in store.calls if call[0] == "put"]  # and no failed write
+    running.complete(None)
+
+
+def test_given_a_free_slot_when_a_worker_without_a_hint_claims_then_one_list_serves_the_claim() -> (
+    None
+):
+    clock, store = world()
+    producer = pail(store, clock)
+    for i in range(3):
+        producer.enqueue({"i": i})
+    producer.set_limit(2)
+    worker = pail(store, clock)
+    store.clear()
+
+    message = worker.claim()
+
+    assert message is not None
+    slot_calls = [call for call in store.calls if call[1].startswith("_pail/slots/")]
+    assert slot_calls == [("list", "_pail/slots/queue/"), ("put", slot_calls[1][1])]
+    message.complete(None)
+
+
 def test_given_a_slot_taken_again_after_the_recovery_listed_it_then_the_new_holder_keeps_it() -> (
     None
 ):

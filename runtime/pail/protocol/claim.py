@@ -84,7 +84,9 @@ A queue with concurrency limits (``pail.protocol.limits``): the limits are
 read beside the pause check (at most once per ``gate.REFRESH`` seconds, no
 request per claim), and a claim of a job under a limit holds its slots
 between steps 1 and 2 (``Gate.admit``): a create-only PUT per slot, naming
-the lease token step 2 writes. A group at its limit is passed by from its
+the lease token step 2 writes. A claimer with no index of its own to try
+lists the queue's slots before step 1 (``Gate.look``), so a full queue ends
+its claim with no GET of an entry it cannot run. A group at its limit is passed by from its
 entries' keys (a job's id names its group), a page of only such entries
 makes the claim read the next page, and a full queue ends the claim with no
 lease (``Claimer.limited``). A refill orders the page round-robin across
@@ -305,6 +307,7 @@ class Claimer:
         candidate" in the module docstring.
         """
         self.limited = False
+        self.gate.begin()
         source = self._keys.of_key(key, QUEUE)
         job_id = source.entry_id(key, QUEUE)
         if job_id is None:
@@ -360,6 +363,7 @@ class Claimer:
     def _claim(self, idle: bool) -> Lease | None:
         lists = misses = cleared = passed_pages = 0
         self.limited = False
+        self.gate.begin()
         if self.gate.active and self.gate.queue_full():
             self.limited = True  # known full a moment ago: no request (``gate.FULL_FOR``)
             return None
@@ -602,8 +606,11 @@ class Claimer:
         if self._keys.sharded:
             # The candidate's own shard: a promoted high-priority job's is the flat layout.
             self._page_keys = self._keys.of_key(key, QUEUE)
-        if self.gate.active and self.gate.passes_by(self._page_keys.job_id(key)):
-            return PASSED
+        if self.gate.active:
+            if self.gate.passes_by(self._page_keys.job_id(key)):
+                return PASSED
+            if self.gate.look() is not None:  # the queue's slots are all held: no GET
+                return LIMITED
         pending = self._read(key)
         if pending is None:
             return MISS

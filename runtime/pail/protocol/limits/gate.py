@@ -92,6 +92,8 @@ class Gate:
         """Scopes found full (None: the queue's), with when their mark ends (monotonic)."""
         self._hints: dict[str | None, tuple[int, float]] = {}
         """The index given back last in each scope, and when."""
+        self._looked: set[int] | None = None
+        """The queue's held indices as this claim's ``look`` listed them (None: not looked)."""
         self._denied_logged = False
         self.reads = 0
         self.rates: RateLimits = NO_RATES
@@ -210,6 +212,39 @@ class Gate:
         limited = limit is not None or self.rates.group_rate(group) is not None
         return limited and self._is_full(group)
 
+    def begin(self) -> None:
+        """A claim starts: a ``look`` of an earlier claim is stale now (no request)."""
+        self._looked = None
+
+    def look(self) -> Refusal | None:
+        """Before a candidate is read: the queue's Refusal if its slots are all held (one LIST).
+
+        A claimer with no index to try first (``remember``) LISTs the queue's
+        slots before it reads the entry, rather than after: a worker blocked
+        by a full queue then pays that LIST alone per poll, not a GET of an
+        entry it cannot run as well. The listing serves this claim's
+        ``admit`` (no second LIST); a claimer with a hint, or a queue with no
+        concurrency limit, sends nothing here. Only reads: it holds nothing.
+        """
+        limit = self.limits.concurrency
+        if limit is None or self._looked is not None:
+            return None
+        if self._is_full(None) or limit <= 0:
+            self._mark_full(None)
+            return Refusal(None)
+        if self._fresh_hint(None, limit):
+            return None
+        busy, _ = slots.occupied(self._store, slots.scope(self._keys, None), limit)
+        if len(busy) >= limit:
+            self._mark_full(None)
+            return Refusal(None)
+        self._looked = busy
+        return None
+
+    def _fresh_hint(self, scope: str | None, limit: int) -> bool:
+        hint = self._hints.get(scope)
+        return hint is not None and hint[0] < limit and self._clock.monotonic() - hint[1] < HINT_FOR
+
     def admit(self, job_id: str, lease: str, run: str) -> list[Held] | Refusal:
         """Hold every slot the job needs before its lease ``lease`` at ``run`` is written.
 
@@ -277,7 +312,11 @@ class Gate:
             )
             if won is not None:
                 return won
-        busy, _ = slots.occupied(self._store, prefix, limit)
+        busy = self._looked if scope is None else None
+        if scope is None:
+            self._looked = None  # one listing serves one try: a lost PUT lists afresh
+        if busy is None:
+            busy, _ = slots.occupied(self._store, prefix, limit)
         free = [index for index in range(limit) if index not in busy]
         if not free:
             self._mark_full(scope)
