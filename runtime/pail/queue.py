@@ -1098,7 +1098,8 @@ class Pail:
 
         ``group=None``: the whole queue, across every worker and entry point;
         ``group="*"``: each group without a limit of its own; ``group="tenant-42"``:
-        that group's own. Workers learn it within ``limits.gate.REFRESH`` seconds.
+        that group's own. Workers learn it within ``limits.gate.REFRESH`` seconds
+        (a first limit of a queue that had none: ``limits.gate.ABSENT_REFRESH``).
 
         >>> from pail.store.memory import MemoryStore
         >>> Pail(MemoryStore()).set_limit(5).concurrency
@@ -1112,7 +1113,8 @@ class Pail:
         """At most ``rate`` job starts per period (``"10/s"``, ``"1000/h"``; None removes it).
 
         ``group`` as in ``set_limit``. Workers learn it within ``limits.gate.REFRESH``
-        seconds; ``docs/limits.md`` ("Rate limits") has the guarantee.
+        seconds (``ABSENT_REFRESH`` on a queue that had no limit); ``docs/limits.md``
+        ("Rate limits") has the guarantee.
 
         >>> from pail.store.memory import MemoryStore
         >>> str(Pail(MemoryStore()).set_rate("10/s").queue)

@@ -585,3 +585,34 @@ def test_given_a_slot_taken_again_after_the_recovery_listed_it_then_the_new_hold
     assert taken and memory.get(key) is not None
     found = memory.get(key)
     assert found is not None and found.etag == taken[0].etag
+
+
+def test_given_no_limits_then_a_busy_worker_reads_them_every_absent_refresh_not_every_refresh() -> (
+    None
+):
+    clock, store = world()
+    producer = pail(store, clock)
+    worker = pail(store, clock)
+
+    def limit_reads(seconds: float) -> int:
+        """Claims a job every REFRESH for ``seconds``, one refill each; the limits' GETs."""
+        store.clear()
+        for i in range(int(seconds / gate.REFRESH)):
+            producer.enqueue({"i": i})  # one entry a page: every claim refills
+            message = worker.claim()
+            assert message is not None
+            message.complete(None)
+            worker.flush()
+            clock.advance(gate.REFRESH)
+        return sum(1 for _, key in store.calls if key == "_pail/limits")
+
+    # A queue without limits: one GET (a 404) per ABSENT_REFRESH, where it was one per REFRESH.
+    assert limit_reads(gate.ABSENT_REFRESH) == 1
+    producer.set_limit(3)
+    # A first limit is read within ABSENT_REFRESH; from then on, every REFRESH.
+    assert limit_reads(gate.ABSENT_REFRESH) >= 1
+    assert limit_reads(4 * gate.REFRESH) == 4
+    producer.enqueue({"last": True})
+    message = worker.claim()
+    assert message is not None and held_slots(store)  # its claims hold slots now
+    message.complete(None)

@@ -2,7 +2,8 @@
 
 The limits live in the bucket (``_pail/limits``), so every worker and entry
 point honours them, whatever started it; a change reaches each worker
-within ``limits.gate.REFRESH`` seconds (plus the life of its page).
+within ``limits.gate.REFRESH`` seconds, a first limit on a queue that had
+none within ``limits.gate.ABSENT_REFRESH`` (plus the life of its page).
 """
 
 from __future__ import annotations

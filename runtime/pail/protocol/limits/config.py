@@ -4,7 +4,10 @@ The limits live in the bucket, so a worker started with no setting honours
 them. A claimer reads the object at a refill of its page that found
 candidates, at most once per ``REFRESH`` seconds (the pause marker's rhythm:
 no read per claim), so a change reaches every worker within ``REFRESH``
-seconds plus the life of its page (at most a visibility timeout).
+seconds plus the life of its page (at most a visibility timeout). A claimer
+that knows of no limit at all reads every ``ABSENT_REFRESH`` (30 s)
+instead: a queue without limits pays one 404 per claimer per 30 s, and a
+first limit reaches every worker within that (``limits.gate``).
 
 The body (``v`` 1)::
 

@@ -2,8 +2,9 @@
 
 One ``Gate`` per claimer (not thread-safe, like the claimer). It reads the
 queue's limits (``config.read``) at the claimer's refills, at most once per
-``REFRESH`` seconds; while they set no concurrency limit it makes no request
-at all (``concurrent`` is False and the claimer never calls ``admit``).
+``REFRESH`` seconds (``ABSENT_REFRESH`` while it knows of no limit at all);
+while they set no concurrency limit it makes no other request (``concurrent``
+is False and the claimer never calls ``admit``).
 
 ``admit`` holds, for one candidate, its group's slot (if its group has a
 limit) and then the queue's (if the queue has one). Which index to try: the
@@ -44,6 +45,11 @@ log = logging.getLogger("pail")
 
 REFRESH = 5.0
 """Seconds a claimer uses the limits it read before it reads them again (at a refill)."""
+ABSENT_REFRESH = 30.0
+"""Seconds a claimer that read no limit at all (no limits object: a 404) waits before it reads
+again: a queue without limits pays one GET per claimer per 30 s, not per 5 s, and a first
+limit set on it is honoured within 30 s of each claimer's next refill (a change of a limit
+it knows, within ``REFRESH``)."""
 FULL_FOR = 1.0
 """Seconds a claimer treats a scope it found full as full, with no request."""
 READS = True
@@ -86,6 +92,7 @@ class Gate:
         self._rng = rng
         self._stats = stats
         self._refresh = refresh
+        self._absent_refresh = max(refresh, ABSENT_REFRESH)
         self._read_at: float | None = None
         self.limits: Limits = config.NONE
         self._full: dict[str | None, float] = {}
@@ -146,7 +153,11 @@ class Gate:
         if not READS:
             return False
         read_at = self._read_at
-        return read_at is None or self._clock.monotonic() - read_at >= self._refresh
+        if read_at is None:
+            return True
+        # No limit known: a limit someone sets is rarer than its change once set.
+        every = self._absent_refresh if self.limits == config.NONE else self._refresh
+        return self._clock.monotonic() - read_at >= every
 
     def refresh(self) -> None:
         """Read the limits if ``due`` (one GET); a failed read keeps the last ones."""
