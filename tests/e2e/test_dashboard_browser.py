@@ -288,3 +288,31 @@ def test_given_the_queue_page_when_paused_and_resumed_after_confirming_then_it_s
     expect()(board.locator("#notice")).to_contain_text("The queue was resumed")
     expect()(board.locator("#pause-queue")).to_be_visible()
     assert pail.paused() is None
+
+
+def test_given_the_queue_page_when_a_limit_is_set_after_confirming_then_its_section_shows_it(
+    board: Page, server: DashboardServer, queue: tuple[Pail, Population]
+) -> None:
+    pail, _ = queue
+    board.goto(f"{server.origin}/q/_")
+    expect()(board.locator("#queue-limits")).to_contain_text("no limits")
+    board.get_by_text("Change limits…").click()
+    board.get_by_label("Jobs running at once").fill("abc")
+    board.get_by_role("button", name="Set concurrency…").click()
+
+    expect()(board.locator("#notice")).to_contain_text("Nothing changed")
+    assert pail.store.get(pail.keys.limits()) is None
+
+    board.get_by_text("Change limits…").click()
+    board.get_by_label("Jobs running at once").fill("2")
+    board.locator("#concurrency-group").fill("*")
+    board.get_by_role("button", name="Set concurrency…").click()
+    expect()(board.locator("h1")).to_have_text("Limits of (default)")
+    assert pail.store.get(pail.keys.limits()) is None  # the confirmation page changed nothing
+    board.get_by_role("button", name="Set the concurrency limit").click()
+
+    expect()(board.locator("#notice")).to_contain_text("every group runs at most 2 job(s)")
+    expect()(board.locator("#queue-limits")).to_contain_text(
+        "each group: at most 2 running at once"
+    )
+    assert pail.limits().group_concurrency == 2

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pail.dashboard.limits_form import Kind, LimitChange
 from pail.dashboard.meter import MeteredStore, RequestMeter
 from pail.errors import ConfigurationError, DecodeError, ObjectTooLargeError, PailError
 from pail.keys import RUN
@@ -349,6 +350,25 @@ class Dashboard:
         finally:
             self.forget(namespace)
         return "gone" if done is None else "changed"
+
+    def change_limit(self, namespace: str, change: LimitChange) -> bool:
+        """Make one checked limit change (``Pail.set_limit``, ``set_rate``, ``clear_limits``).
+
+        False when ``clear`` found no limits. Each is the API's conditional
+        read-modify-write of ``_pail/limits`` (1 GET, 1 PUT; ``clear``: 1 HEAD,
+        1 DELETE), so a change made meanwhile by another operator is kept.
+        """
+        pail = self._action_pail(namespace)
+        try:
+            if change.kind is Kind.CLEAR:
+                return pail.clear_limits()
+            if change.kind is Kind.CONCURRENCY:
+                pail.set_limit(change.concurrency, group=change.group)
+            else:
+                pail.set_rate(change.rate, group=change.group)
+            return True
+        finally:
+            self.forget(namespace)
 
     def redrive(self, namespace: str, job_id: str) -> bool:
         done = self._action_pail(namespace).redrive(job_id)

@@ -34,7 +34,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-from pail.dashboard import search_view, views
+from pail.dashboard import limits_form, search_view, views
 from pail.dashboard.access import Access
 from pail.dashboard.model import Dashboard
 from pail.errors import ConfigurationError, JobNotFoundError, ObjectTooLargeError, PailError
@@ -329,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
         if rest == "":
             view = board.queue_view(namespace)
             html = views.queue_page(self._frame(session), view)
-            notice = views.notice_text(one("notice"), None, None)
+            notice = views.notice_text(one("notice"), one("id"), one("n"))
             if notice:
                 html = html.replace(
                     "</h1>\n",
@@ -518,6 +518,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif rest == "/resume":
             notice = "resumed" if board.resume(namespace) else "not-paused"
             self._redirect(f"{views.queue_path(namespace)}?{urlencode({'notice': notice})}")
+        elif rest == "/limits":
+            self._limits(namespace, form, session)
         elif (m := re.fullmatch(r"/schedules/([^/]+)/(pause|resume)", rest)) is not None:
             name, verb = _schedule_name(m.group(1)), m.group(2)
             outcome = board.pause_schedule(namespace, name, paused=verb == "pause")
@@ -547,6 +549,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._redirect(f"{back}?{urlencode({'notice': notice, 'id': job_id})}")
         else:
             raise _NotFoundError("No such action.")
+
+    def _limits(self, namespace: str, form: dict[str, str], session: str) -> None:
+        """A limit form: refused with a notice, asked to confirm, or (``confirm=yes``) made."""
+        page = views.queue_path(namespace)
+        try:
+            change = limits_form.parse(form)
+        except limits_form.BadLimitError as exc:
+            self._redirect(f"{page}?{urlencode({'notice': exc.code})}")
+            return
+        if form.get("confirm") != "yes":
+            self._html(200, views.limits_confirm_page(self._frame(session), namespace, change))
+            return
+        try:
+            changed = self.server.board.change_limit(namespace, change)
+        except ConfigurationError:  # checked already, but for the group count the bucket holds
+            notice, value = "limit-full", ""
+        else:
+            notice, value = change.notice() if changed else ("no-limits", "")
+        self._redirect(f"{page}?{urlencode({'notice': notice, 'id': change.scope, 'n': value})}")
 
 
 class _Server(QuietThreadingServer):

@@ -16,7 +16,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from pail.codec import ErrorInfo
+from pail.dashboard import limits_form
 from pail.dashboard.chart import throughput_svg
+from pail.dashboard.limits_form import Kind, LimitChange
 from pail.dashboard.model import QueueView, ScheduleRow, SchedulesView
 from pail.operate.dead_letters import Letter
 from pail.operate.failures import Failure
@@ -25,6 +27,9 @@ from pail.operate.objects import JobKind
 from pail.operate.queues import queue_label
 from pail.operate.snapshot import Census, Count
 from pail.operate.text import duration, one_line
+from pail.protocol.limits.config import MAX_CONCURRENCY, MAX_GROUP_OVERRIDES
+from pail.protocol.limits.gate import REFRESH
+from pail.protocol.limits.rate import MAX_RATE
 from pail.protocol.pause import PauseState
 from pail.stats import OLDEST_PENDING, STATES
 from pail.status import JobStatus
@@ -42,6 +47,10 @@ STATE_LABELS: dict[JobKind, str] = {
     JobKind.CANCELLED: "cancelled",
 }
 
+_LIMITS_FOLLOW = (
+    f"Workers follow it within {REFRESH:g} s of their next claim; running jobs are not stopped."
+)
+
 NOTICES = {
     "redriven": "Job {id} was sent back to the queue.",
     "not-redriven": "Job {id} was not dead-lettered any more: nothing to redrive.",
@@ -58,6 +67,19 @@ NOTICES = {
     "schedule-unchanged": "Schedule {id} was in that state already.",
     "schedule-gone": "There is no schedule {id} any more.",
     "schedule-unreadable": "Schedule {id} is unreadable: remove it and add it again (`pail schedule remove`).",
+    "concurrency-set": f"Concurrency limit set: {{id}} runs at most {{n}} job(s) at once. {_LIMITS_FOLLOW}",
+    "concurrency-removed": "The concurrency limit of {id} was removed.",
+    "rate-set": f"Rate limit set: {{id}} starts at most {{n}} job(s). {_LIMITS_FOLLOW}",
+    "rate-removed": "The rate limit of {id} was removed.",
+    "limits-cleared": "Every limit of the queue was removed: concurrency and rates, queue-wide and per group.",
+    "no-limits": "The queue had no limits: nothing removed.",
+    "concurrency-invalid": f"Nothing changed: a concurrency limit is a whole number from 1 to {MAX_CONCURRENCY}, or empty (or none) to remove it.",
+    "concurrency-zero": "Nothing changed: a limit of 0 would stop every claim. To stop claiming, pause the queue; to remove the limit, leave the value empty.",
+    "rate-invalid": f"Nothing changed: a rate is COUNT/PERIOD, 1 to {MAX_RATE} starts per 1 s to a day (10/s, 5/2s, 100/min, 1000/h), or empty (or none) to remove it.",
+    "limit-bad-group": "Nothing changed: the group is empty (the queue's own limit), * (every group without one of its own) or a group's name: 1 to 64 letters, digits and _.:-, starting with a letter or digit.",
+    "limit-too-long": f"Nothing changed: a value or a group is at most {limits_form.MAX_VALUE} characters.",
+    "limit-bad-form": "Nothing changed: the form named no limit to change. Reload the page and try again.",
+    "limit-full": f"Nothing changed: {MAX_GROUP_OVERRIDES} groups have limits of their own already, the most a queue keeps. Remove one first.",
 }
 
 
@@ -343,6 +365,7 @@ def queue_page(frame: Frame, view: QueueView) -> str:
         nav
         + pause_section(ns, view.pause)
         + limits_section(view.limits)
+        + limits_form_section(ns, frame.csrf)
         + counts
         + chart
         + running_table(ns, view.running, view.running_more)
@@ -354,7 +377,7 @@ def queue_page(frame: Frame, view: QueueView) -> str:
 
 
 def limits_section(lines: tuple[str, ...]) -> str:
-    """The queue's concurrency and rate limits (read-only: ``pail limit`` sets them).
+    """The queue's concurrency and rate limits, as ``pail limit show`` prints them.
 
     >>> limits_section(("queue: at most 3 running at once",))
     '<section data-live id="queue-limits" class="limits"><p>Limits (<code>pail limit</code>): queue: at most 3 running at once</p></section>'
@@ -363,6 +386,98 @@ def limits_section(lines: tuple[str, ...]) -> str:
     return (
         '<section data-live id="queue-limits" class="limits">'
         f"<p>Limits (<code>pail limit</code>): {shown}</p></section>"
+    )
+
+
+def _limit_form(path: str, csrf: str, kind: Kind, label: str, hint: str, button: str) -> str:
+    name = kind.value
+    return (
+        f'<form method="post" action="{_e(path)}/limits" id="{name}-form" class="limit-form">'
+        f'<input type="hidden" name="csrf" value="{_e(csrf)}">'
+        f'<input type="hidden" name="kind" value="{name}">'
+        f'<label for="{name}-value">{_e(label)}</label> '
+        f'<input type="text" id="{name}-value" name="value" size="10" '
+        f'maxlength="{limits_form.MAX_VALUE}" placeholder="{_e(hint)}" '
+        'aria-describedby="limits-help" autocomplete="off"> '
+        f'<label for="{name}-group">for group</label> '
+        f'<input type="text" id="{name}-group" name="group" size="14" '
+        f'maxlength="{limits_form.MAX_VALUE}" placeholder="none: the queue" '
+        'aria-describedby="limits-help" autocomplete="off"> '
+        f'<button type="submit" id="set-{name}">{_e(button)}</button></form>'
+    )
+
+
+def limits_form_section(namespace: str, csrf: str) -> str:
+    """The forms that change the queue's limits; each asks for a confirmation first.
+
+    Outside the live region: a refresh never replaces what the operator is typing.
+    """
+    path = queue_path(namespace)
+    concurrency = _limit_form(
+        path, csrf, Kind.CONCURRENCY, "Jobs running at once", "5, or none", "Set concurrency…"
+    )
+    rate = _limit_form(path, csrf, Kind.RATE, "Job starts", "10/s, or none", "Set rate…")
+    clear = (
+        f'<form method="post" action="{_e(path)}/limits" class="limit-form">'
+        f'<input type="hidden" name="csrf" value="{_e(csrf)}">'
+        f'<input type="hidden" name="kind" value="{Kind.CLEAR.value}">'
+        '<button type="submit" class="danger" id="clear-limits">Remove every limit…</button></form>'
+    )
+    help_text = (
+        "An empty value (or none) removes that limit. The group: empty for the queue's own "
+        "limit, * for every group without one of its own, or a group's name. A rate is "
+        f"COUNT/PERIOD: 10/s, 5/2s, 100/min, 1000/h. Workers follow a change within {REFRESH:g} s."
+    )
+    return (
+        '<section id="limits-form" class="limits-form"><details><summary>Change limits…</summary>'
+        f'{concurrency}{rate}{clear}<p id="limits-help" class="legend">{_e(help_text)}</p>'
+        "</details></section>"
+    )
+
+
+def limits_question(namespace: str, change: LimitChange) -> str:
+    """What the confirmation page asks before ``change`` is made."""
+    label = queue_label(namespace)
+    if change.kind is Kind.CLEAR:
+        return (
+            f"Remove every limit of {label}: concurrency and rates, queue-wide and per group? "
+            "Workers start jobs without them within "
+            f"{REFRESH:g} s."
+        )
+    if change.group is None:
+        who = label
+    elif change.group == "*":
+        who = f"each group of {label} (every group without a limit of its own)"
+    else:
+        who = f"group {change.group} of {label}"
+    what = "concurrency" if change.kind is Kind.CONCURRENCY else "rate"
+    if change.removes:
+        question = f"Remove the {what} limit of {who}?"
+    elif change.kind is Kind.CONCURRENCY:
+        question = f"Let at most {change.concurrency} job(s) of {who} run at once?"
+    else:
+        question = (
+            f"Let at most {change.rate} job(s) of {who} start (windows of the bucket's clock)?"
+        )
+    return f"{question} {_LIMITS_FOLLOW}"
+
+
+def limits_confirm_page(frame: Frame, namespace: str, change: LimitChange) -> str:
+    """The confirmation of one limit change: its fields again, with ``confirm=yes``."""
+    if change.kind is Kind.CLEAR:
+        button = "Remove every limit"
+    else:
+        button = f"{'Remove' if change.removes else 'Set'} the {change.kind.value} limit"
+    return confirm_page(
+        frame,
+        namespace,
+        title=f"Limits of {queue_label(namespace)}",
+        question=limits_question(namespace, change),
+        action=f"{queue_path(namespace)}/limits",
+        button=button,
+        fields={**change.fields(), "confirm": "yes"},
+        back=queue_path(namespace),
+        crumbs=[],
     )
 
 
