@@ -23,7 +23,7 @@ def test_given_key_when_enqueued_twice_then_one_job_and_the_repeat_says_so(
     assert first.created and not second.created
     assert second == EnqueueResult(first.id, created=False)
     assert after_first == 3  # GET layout marker (once per Pail), PUT key record, PUT entry
-    assert counter.total() - after_first == 3  # PUT key (412), GET record, GET entry
+    assert counter.total() - after_first == 3  # PUT key (412), GET record, HEAD entry
     assert pail.stats().pending == 1
     message = pail.claim()
     assert message is not None and message.payload == {"order": 42}
