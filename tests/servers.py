@@ -284,7 +284,8 @@ class SeaweedS3(LoopbackEndpoint):
 
     def _wait_until_ready(self, deadline: float) -> None:
         """Poll until a signed request and a first write succeed, or fail with the log."""
-        quick = Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=10)
+        # A short read timeout: a port squatted by another listener accepts and never answers.
+        quick = Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=2)
         client = self.client(config=quick)
         probe = "pail-readiness-probe"
         last: Exception | None = None
@@ -307,6 +308,10 @@ class SeaweedS3(LoopbackEndpoint):
                 return
             except (BotoCoreError, ClientError) as exc:
                 last = exc
+                # weed logs a taken port at once but exits only after its other
+                # services time out (~20 s): the log is the early answer.
+                if _PORT_TAKEN.search(self.log_tail()) is not None:
+                    raise RuntimeError(f"weed mini found a port taken:\n{self.log_tail()}") from exc
                 time.sleep(0.05)
         raise RuntimeError(
             f"weed mini did not serve S3 within {self._startup_timeout} s ({last}):\n"
