@@ -136,6 +136,10 @@ def _check_service_size(
     )
 
 
+ONCE_MODE_LIMIT = "pail:OnceModeLimit"
+"""The synth warning of a ``once`` worker on a queue with a concurrency limit (it is not capped)."""
+
+
 def _capped_by_concurrency(
     limit: int | None, min_tasks: int | None, max_tasks: int | None, desired_count: int | None
 ) -> tuple[int | None, int | None, list[str]]:
@@ -434,6 +438,18 @@ class PailFargateWorker(Construct):
                         self, "Wake", queue=queue, service=self.service, log_retention=log_retention
                     )
             return
+
+        if queue.concurrency is not None and (trigger_on_enqueue or schedule is not None):
+            # An EventBridge RunTask target has no cap: the one start it can make per event
+            # is the only lever, and the limit only holds inside the tasks.
+            Annotations.of(self).add_warning_v2(
+                ONCE_MODE_LIMIT,
+                f"mode='once' starts a Fargate task per enqueued job and per schedule tick, "
+                f"whatever the queue's concurrency limit ({queue.concurrency}): a task started "
+                "past it finds every slot taken and exits 'limited' (billed its minimum minute), "
+                "and its job waits for a later task. mode='service' with max_tasks (capped at "
+                "the limit) starts none past it.",
+            )
 
         def run_task() -> targets.EcsTask:
             return targets.EcsTask(

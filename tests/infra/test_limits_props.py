@@ -144,3 +144,33 @@ def test_given_min_tasks_above_the_concurrency_when_constructed_then_rejects_it(
             min_tasks=3,
             max_tasks=8,
         )
+
+
+def _warnings(worker: PailFargateWorker) -> list[str]:
+    return [str(entry.data) for entry in worker.node.metadata if entry.type == "aws:cdk:warning"]
+
+
+def test_given_a_limited_queue_when_a_once_worker_starts_a_task_per_job_then_the_synth_warns(
+    stack: Stack,
+) -> None:
+    limited, plain = PailQueue(stack, "Jobs", concurrency=2), PailQueue(stack, "Plain")
+    image = ecs.ContainerImage.from_registry("example/worker")
+
+    once = PailFargateWorker(stack, "Once", queue=limited, image=image, handler="report:run")
+    unlimited = PailFargateWorker(stack, "Free", queue=plain, image=image, handler="report:run")
+    service = PailFargateWorker(
+        stack,
+        "Service",
+        queue=limited,
+        image=image,
+        handler="report:run",
+        mode="service",
+        max_tasks=8,
+    )
+
+    # A RunTask target has no cap: a task per enqueue, past the limit too. Said, not hidden.
+    assert once.enqueue_rule is not None
+    (warning,) = _warnings(once)
+    assert "concurrency limit (2)" in warning and "exits 'limited'" in warning
+    assert _warnings(unlimited) == [] and _warnings(service) == []
+    assert service.max_tasks == 2
