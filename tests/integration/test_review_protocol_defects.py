@@ -263,3 +263,27 @@ def test_given_a_dead_job_when_dead_letters_are_listed_then_its_record_stays(
     assert [letter.job_id for letter in queue.dead_letters()] == [job_id]
     assert [letter.job_id for letter in queue.dead_letters()] == [job_id]
     assert queue.stats().failed == 1
+
+
+# --- a cancel that marks a running dependency and crashes before telling its dependent ---
+
+
+def test_given_a_cancel_crashed_after_marking_a_running_dependency_when_its_retry_is_claimed_then_the_dependent_ends(
+    hooked: HookedStore, s3store: Callable[[], S3Store]
+) -> None:
+    queue = Pail(s3store(), visibility_timeout=30, max_retries=3)
+    first, second = queue.enqueue_chain([{"n": 1}, {"n": 2}])
+    owner = queue.claim()
+    assert owner is not None and owner.id == first  # running; its lease names the dependent
+    canceller = Pail(hooked, visibility_timeout=30)
+    hooked.before("get", canceller.keys.prefix("wait/"), _crash)  # the tell's first read
+    with pytest.raises(SimulatedCrash):
+        canceller.cancel(first)
+    assert owner.fail("cut off")  # its retry entry, written before it knew: it carries the edge
+    assert queue.flush()
+
+    assert queue.claim() is None  # the claim meets the cancelled marker and drops the entry
+
+    dependent = queue.status(second)
+    assert dependent is not None and dependent.state is JobState.CANCELLED
+    assert queue.store.head(queue.keys.wait(second)) is None

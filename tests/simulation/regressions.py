@@ -332,6 +332,11 @@ def _claim_raises_on_foreign_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     steps.CLAIM_QUARANTINE.replace(monkeypatch, quarantine)
 
 
+def _claim_drops_an_ended_entry_untold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The claim as it was: an entry of an ended job dropped without telling its dependents."""
+    steps.CLAIM_TELL_ENDED.replace(monkeypatch, lambda self, record, done: True)
+
+
 def _keyed_repair_writes_an_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     """The keyed repair as it was before ``after=`` met keys: it writes the pending entry."""
 
@@ -539,6 +544,17 @@ REGRESSIONS = (
         _claim_raises_on_foreign_bytes,
         family=Family.HOSTILE,
         search=20,
+    ),
+    Regression(
+        "claim-drops-an-ended-entry-untold",
+        7103,
+        Kind.DEPENDENCY,
+        "A cancel marks a running dependency cancelled and crashes before it tells the "
+        "dependent; the owner's attempt fails and writes its retry entry (it carries the "
+        "dependent), then removes its lease; the next claim of that entry sees the cancelled "
+        "marker and drops entry and lease without telling: no record of the dependency names "
+        "the dependent any more, and it waits for ever (found by the main sweep, seed 7103).",
+        _claim_drops_an_ended_entry_untold,
     ),
     Regression(
         "keyed-repair-writes-an-entry",

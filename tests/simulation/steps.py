@@ -93,6 +93,11 @@ CLAIM_PROVE_LEASE = Step(
     Claimer, Claimer._proven, "step 4: the lease proven before the handler starts"
 )
 CLAIM_ENDED = Step(Claimer, Claimer._ended, "the check of done/ before a claim runs the job")
+CLAIM_TELL_ENDED = Step(
+    Claimer,
+    Claimer._tell_ended,
+    "an ended job's entry tells its dependents before the claim drops it",
+)
 CLAIM_QUARANTINE = Step(Claimer, Claimer._quarantine, "a foreign entry quarantined where it is")
 CLAIM_READY_KEYS = Step(delay, delay.claimable_keys, "the claimable keys of a page: due jobs")
 

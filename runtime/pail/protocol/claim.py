@@ -132,7 +132,16 @@ from enum import StrEnum
 from typing import Literal
 
 from pail.clock import Clock
-from pail.codec import DYING, Envelope, ErrorInfo, LeaseRecord, check_carried, raw_text
+from pail.codec import (
+    DYING,
+    META_OUTCOME,
+    OUTCOME_SUCCEEDED,
+    Envelope,
+    ErrorInfo,
+    LeaseRecord,
+    check_carried,
+    raw_text,
+)
 from pail.errors import (
     ConditionFailedError,
     DecodeError,
@@ -143,7 +152,7 @@ from pail.errors import (
 )
 from pail.ids import new_token
 from pail.keys import FLAT, QUEUE, Keys
-from pail.protocol import cancel, delay, redrive, transitions
+from pail.protocol import cancel, delay, dependencies, redrive, transitions
 from pail.protocol.lease import Lease
 from pail.protocol.limits.gate import FULL_FOR, Gate, Refusal
 from pail.protocol.limits.groups import fair_order, group_of
@@ -725,6 +734,8 @@ class Claimer:
             lambda: self._store.head(self._page_keys.done(job_id)),
         )
         if not taken.get() or self._ended(envelope, job_id, done.get()):
+            if taken.get() and not self._tell_ended(record, done.get()):
+                return None  # our lease stays beside done/: the reaper tells again, then drops it
             delete_if_unchanged(self._store, lease.key, lease.etag)
             return None
         if not self._proven(lease):
@@ -753,6 +764,25 @@ class Claimer:
         """
         took_back = redrive.took_back(self._store, self._page_keys, job_id, envelope.redriven, done)
         return done is not None and not took_back
+
+    def _tell_ended(self, record: LeaseRecord, done: ObjectInfo | None) -> bool:
+        """Tell the dependents this entry of an ended job carries how it ended; True once all heard.
+
+        Whoever ends a job tells its dependents after writing the outcome; one
+        that stops between the two (a cancel that marked a running job, then
+        crashed) leaves the telling to the job's records that carry the edges.
+        An entry its owner wrote after that end (a retry of the attempt the
+        cancel cut off) is one: dropped here untold, it left the dependents
+        waiting for ever (main-sweep seed 7103). No dependents: nothing to do,
+        no request. False keeps our lease beside ``done/``, which the reaper
+        finishes as any lease beside an outcome: it tells them again.
+        """
+        if not record.then or done is None:
+            return True
+        outcome = done.metadata.get(META_OUTCOME, OUTCOME_SUCCEEDED)
+        return dependencies.told(
+            self._store, self._page_keys, record.job_id, record.then, outcome, stats=self._stats
+        )
 
     def _proven(self, lease: Lease) -> bool:
         """Step 5: make sure the lease is ours and has most of its life ahead; False if lost.
