@@ -129,13 +129,14 @@ class Message:
     ) -> graph.Flow:
         """Enqueue ``children`` and ``then``, which runs once all of them and this job succeeded.
 
-        The ids come from this job's id and the number of this call in the
-        handler, so a retry of this job makes the very same writes: a crash
-        anywhere in them is repaired by the next attempt, and a job that dies
-        instead ends ``then`` (``on_failure`` as in ``Pail.enqueue``).
+        The ids come from this job's id, its life (a redrive begins another)
+        and the number of this call in the handler, so a retry of this job
+        makes the very same writes: a crash anywhere in them is repaired by
+        the next attempt, and a job that dies instead ends ``then``
+        (``on_failure`` as in ``Pail.enqueue``).
         """
         number, self._fan_outs = self._fan_outs, self._fan_outs + 1
-        flow = graph.fan_out_ids(self.id, number, len(children))
+        flow = graph.fan_out_ids(self.id, number, len(children), self._lease.record.redriven)
         return graph.fan_out(
             self._store,
             graph.unpinned(self._keys),

@@ -73,6 +73,72 @@ def test_given_a_fan_out_parent_that_dies_then_its_continuation_is_dead_lettered
     assert status.error is not None and plan in status.error.message
 
 
+def test_given_a_redriven_fan_out_parent_when_it_fans_out_again_then_a_new_flow_runs() -> None:
+    # Found by the simulation (the dependency worlds' fan-out parents): the
+    # parent fanned out and died, which ended its continuation; redriven, it fanned out again
+    # under the same ids, which re-created the ended continuation's waiting record and entries
+    # of children that had ended: the record waited for ever beside the continuation's outcome.
+    store = MemoryStore("jobs")
+    pail = Pail(store, max_retries=0)
+    plan = pail.enqueue({"plan": True})
+    ran: list[Any] = []
+    planner = _planner(ran)
+    lives: list[int] = []
+
+    def dies_once(payload: Any) -> Any:
+        result = planner(payload)
+        if payload.get("plan") and not lives:
+            lives.append(1)
+            raise RuntimeError("the parent's first life fails after its fan-out")
+        return result
+
+    while pail.work_once(dies_once):
+        pass
+    first = pail.status(f"{plan}.0.then")
+    assert first is not None and first.state is JobState.FAILED  # the parent died: it ended
+    assert pail.redrive(plan) == [plan]
+    while pail.work_once(dies_once):
+        pass
+    pail.flush()
+
+    then = f"{plan}.r1.0.then"  # life 1's first fan-out: ids of its own
+    assert ran.count({"merge": True}) == 1
+    assert pail.result(then) == [0, 1, 2, 100]
+    assert pail.status(plan) is not None and pail.status(plan).state is JobState.DONE  # type: ignore[union-attr]
+    assert [item.key for item in store.list("wait/").items] == []  # nor the first life's
+
+
+def test_given_a_flow_ended_by_its_child_when_the_parent_retries_then_nothing_waits() -> None:
+    # Found by the simulation (there, a child was dead-lettered): a child's end
+    # ended the continuation and removed its record; the parent's retry then fanned out
+    # again, and its create-only PUT re-created that record, which nothing would end.
+    store = MemoryStore("jobs")
+    pail = Pail(store, max_retries=1)
+    plan = pail.enqueue({"plan": True})
+    attempts: list[int] = []
+
+    def parent(payload: Any) -> Any:
+        job = current_job()
+        assert job is not None
+        job.fan_out([{"n": 0}], then={"merge": True})
+        attempts.append(job.message.attempt)
+        if len(attempts) == 1:
+            raise RuntimeError("the parent's first attempt fails after its fan-out")
+        return "planned"
+
+    assert pail.work_once(parent)  # the fan-out written; the parent is to be retried
+    assert pail.cancel(f"{plan}.0.0")  # the child ends: so does its continuation
+    assert pail.work_once(parent)  # the retry fans out again, and succeeds
+    pail.flush()
+
+    assert attempts == [1, 2]
+    then = pail.status(f"{plan}.0.then")
+    assert then is not None and then.state is JobState.CANCELLED
+    # The retry wrote neither the ended continuation's record nor its child's entry again.
+    assert [item.key for item in store.list("wait/").items] == []
+    assert [item.key for item in store.list("queue/").items] == []
+
+
 @pytest.mark.parametrize(
     "edges",
     [{"then": "x"}, {"then": [1]}, {"after": ["a/b"]}, {"then": [""]}, {"after": ["x"] * 1001}],

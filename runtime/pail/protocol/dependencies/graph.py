@@ -30,7 +30,7 @@ from pail.protocol.dependencies.record import WaitingJob, check_on_failure
 from pail.protocol.dependencies.release import tell, unpinned
 from pail.protocol.enqueue import put_pending
 from pail.protocol.lease import Lease
-from pail.protocol.writes import WriteStats, put_conditional
+from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import Store
 from pail.tags import Tags
 
@@ -160,9 +160,38 @@ def enqueue_flow(
         check_value(child, "payload")
     after = (*flow.children, parent) if parent is not None else flow.children
     put_waiting(store, keys, then, flow.then, after, now=now, on_failure=on_failure, stats=stats)
+    if parent is not None and outcome_of(store, keys, flow.then) is not None:
+        # A retry (or a stalled attempt) of a parent whose flow ended already (a child
+        # died, or an earlier attempt's lease was dead-lettered): its create-only PUT may
+        # have re-created the ended continuation's record, which nothing would end again.
+        _drop_ended(store, keys, flow.then)
+        return flow
     for payload, job_id in zip(children, flow.children, strict=True):
         put_pending(store, keys, payload, job_id, now=now, then=(flow.then,), stats=stats)
     return flow
+
+
+def _drop_ended(store: Store, keys: Keys, job_id: str) -> None:
+    """Delete the waiting record of ``job_id``, which has an outcome (``If-Match``).
+
+    Only a record that names no dependent of its own (a fan-out's
+    continuation never does): there is nobody it still has to tell. The
+    outcome's writer deletes the record too, after its outcome: whichever
+    DELETE comes second finds it gone, which both take for done.
+    """
+    for layout in unpinned(keys).layouts(job_id):
+        found = store.get(layout.wait(job_id))
+        if found is None:
+            continue
+        try:
+            record = WaitingJob.decode(found.body, job_id)
+        except DecodeError as exc:
+            log.warning("fan-out: wait/%s is not a waiting job; left alone: %s", job_id, exc)
+            return
+        if not record.then:
+            log.info("fan-out: job %s ended already; its re-created record is removed", job_id)
+            delete_if_unchanged(store, layout.wait(job_id), found.etag)
+        return
 
 
 def enqueue_chain(
@@ -215,6 +244,11 @@ def fan_out(
 ) -> Flow:
     """A running job's fan-out: its lease names the continuation, then ``enqueue_flow``.
 
+    A continuation that has an outcome already (its flow ended: a child
+    died, or an earlier attempt of this job was dead-lettered) is not
+    written again: one HEAD of ``done/{then}`` after the waiting record's
+    PUT, and a record that PUT re-created is deleted; no child is written.
+
     The lease is rewritten first (fenced, ``If-Match``; a lost lease raises
     ``LeaseLostError`` and nothing else is written), so the job's end,
     whoever writes it, tells the continuation. If the job ended meanwhile
@@ -249,16 +283,22 @@ def fan_out(
     return flow
 
 
-def fan_out_ids(parent: str, number: int, children: int) -> Flow:
+def fan_out_ids(parent: str, number: int, children: int, life: int = 0) -> Flow:
     """The ids of a handler's ``number``-th fan-out of ``children`` jobs: the same on every attempt.
+
+    The same on every attempt of one life of the job, and others in each
+    life a redrive begins (``life``: the lease's ``redriven``): the first
+    life's flow ended with its death (its continuation failed or was
+    cancelled), so a redriven parent fans out a flow of its own rather than
+    re-create the waiting record of a continuation that already ended.
 
     >>> fan_out_ids("01J0000000000000000000000A", 0, 2)
     Flow(children=('01J0000000000000000000000A.0.0', '01J0000000000000000000000A.0.1'), then='01J0000000000000000000000A.0.then')
+    >>> fan_out_ids("01J0000000000000000000000A", 0, 1, life=1).then
+    '01J0000000000000000000000A.r1.0.then'
     """
-    return Flow(
-        tuple(f"{parent}.{number}.{index}" for index in range(children)),
-        f"{parent}.{number}.then",
-    )
+    prefix = f"{parent}.{number}" if life == 0 else f"{parent}.r{life}.{number}"
+    return Flow(tuple(f"{prefix}.{index}" for index in range(children)), f"{prefix}.then")
 
 
 def results(store: Store, keys: Keys, ids: Sequence[str]) -> dict[str, Any]:
