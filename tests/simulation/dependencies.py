@@ -15,6 +15,12 @@ own sequence, so the ledger follows every job of them:
   them as late, their outcomes are looked at once, and the reaper's pass
   looks at the rest);
 * foreign bytes at a ``wait/`` key that names no graph job;
+* one or two **fan-out parents** (``fanning_for``'s stream, an operator of
+  its own): plain jobs whose handler calls ``pail.current_job().fan_out``
+  once or twice (``World.handling``), so the worker that runs one crashes
+  and stalls at every request of its fan-out (the fenced lease renewal, the
+  continuation's waiting record, each child, the last HEAD of the parent's
+  ``done/``), and its retries (or its death, or a redrive) follow;
 * in about half of these worlds (``keyed_for``, a stream of its own), one or
   two **keyed** late edges (``Pail.enqueue(key=K, after=[...])``'s writes,
   ``dedup.enqueue_keyed``): the operator writes the dependencies, then two
@@ -37,7 +43,11 @@ skewed clocks and the bucket's faults. The invariants, as
   on two live leases (the ledger's own rules hold for these jobs too);
 * **never waits forever** (checked once the run is quiet, reapers having
   run): a dependent all of whose dependencies ended has an outcome itself,
-  and no ``wait/`` record of it is left.
+  and no ``wait/`` record of it is left (a fan-out's continuation waits for
+  its children and its parent);
+* **no child without its continuation** (once quiet: every attempt of the
+  parent has ended): a fan-out child that exists in any state has a
+  continuation with a record (``wait/``, ``queue/``, ``run/`` or ``done/``).
 """
 
 from __future__ import annotations
@@ -49,12 +59,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import pail
 from pail.codec import META_OUTCOME, OUTCOME_SUCCEEDED
 from pail.errors import PailError
-from pail.keys import QUEUE, RUN, WAIT, Keys
+from pail.keys import DONE, QUEUE, RUN, WAIT, Keys
 from pail.protocol import dedup, dependencies
 from pail.protocol import layout as layout_marker
-from pail.protocol.dependencies.graph import put_waiting
+from pail.protocol.dependencies.graph import Flow, fan_out_ids, put_waiting
 from pail.protocol.dependencies.repair import Repairer
 from pail.protocol.enqueue import put_pending
 from pail.store.base import Store, StoredObject
@@ -76,6 +87,10 @@ KEYED_SHARE = 0.5
 """The share of the graph worlds that also have keyed late edges (``enqueue(key=, after=)``)."""
 KEYED_PRODUCER = "keyed-producer"
 """The process kind of a keyed producer: not ``producer``, so the world crashes and stalls it."""
+FIRST_FAN_OUT = FIRST_GRAPH_JOB + 10**8
+"""Fan-out parents' ids: a range of their own, so the other graph jobs keep theirs."""
+FAN_OUT_PARENTS = (1, 2)
+"""How many fan-out parents a graph world has (drawn from its fan-out stream)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,16 @@ class KeyedEdge:
     """Whether its first producer crashes between the key record and the waiting record."""
 
 
+@dataclass(frozen=True)
+class FanOut:
+    """A job whose handler fans out: the children of each of its ``fan_out`` calls, in order."""
+
+    parent: str
+    calls: tuple[int, ...]
+    """How many children each call enqueues: the same on every attempt, as a handler's would be."""
+    on_failure: str
+
+
 @dataclass
 class Graph:
     """One graph's dependents: each job that waits, and the jobs it waits for."""
@@ -100,11 +125,25 @@ class Graph:
 class Graphs:
     """The dependency graphs of one world and their invariant (an ``harness.Extra``)."""
 
-    def __init__(self, rng: random.Random, keyed: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        keyed: random.Random | None = None,
+        fanning: random.Random | None = None,
+    ) -> None:
         self.rng = rng
         self.keyed = keyed
         """The keyed edges' own stream (None: this world has none), so that drawing them
         leaves the rest of a graph world's draws as they were."""
+        self.fanning = fanning
+        """The fan-out parents' own stream (None: this world has none), for the same reason."""
+        self.parents: dict[str, FanOut] = {}
+        """Fan-out parents by id: their handlers call ``current_job().fan_out``."""
+        self.flows: dict[str, Flow] = {}
+        """Each fan-out's flow by its continuation's id, from its first call on."""
+        self._fanning = False
+        """The fan-out operator is yet to enqueue a parent: the run is not quiet."""
+        self._fan_out_ids = iter(range(FIRST_FAN_OUT, FIRST_GRAPH_JOB + 2 * 10**8))
         self.waits: dict[str, tuple[str, ...]] = {}
         """Dependent id -> its dependencies, for every graph of the run."""
         self._ids = iter(range(FIRST_GRAPH_JOB, 2 * FIRST_GRAPH_JOB))
@@ -131,7 +170,7 @@ class Graphs:
         """Not while the operator writes, nor while a dependent whose dependencies all ended
         is yet to end (a late edge waits for a reaper's pass): the reapers run on meanwhile."""
         busy = any(process.alive for process in self._keyed_busy)
-        return not self._writing and not busy and not any(self._due(world))
+        return not self._writing and not self._fanning and not busy and not any(self._due(world))
 
     def _due(self, world: World) -> list[str]:
         due = []
@@ -160,8 +199,69 @@ class Graphs:
                     Kind.DEPENDENCY, dependent, "ended, and its wait/ record is still there"
                 )
 
+        for flow in self.flows.values():
+            self._check_flow(world, flow)
+
+    def _check_flow(self, world: World, flow: Flow) -> None:
+        """No child without its continuation: every attempt of the parent has ended by now."""
+        children = [
+            child
+            for child in flow.children
+            if any(_find(world.store, world.keys, child, state) for state in _STATES)
+        ]
+        if not children:
+            return
+        world.counts["graph_fan_out_flows"] += 1
+        if not any(_find(world.store, world.keys, flow.then, state) for state in _STATES):
+            world.ledger.violate(
+                Kind.DEPENDENCY,
+                flow.then,
+                f"fan-out children {children} exist and their continuation has no record",
+            )
+
     def request(self, world: World, actor: Actor | None, op: str, key: str, outcome: str) -> None:
         pass
+
+    def renews_in_handler(self, job_id: str) -> bool:
+        return job_id in self.parents
+
+    def handling(self, world: World, job_id: str) -> None:
+        """A fan-out parent's handler: ``pail.current_job().fan_out`` for each of its calls.
+
+        Runs on the handler's thread, inside the shipped drain: every request of
+        the fan-out is one of the worker's, which the world crashes and stalls.
+        An error (a 5xx past the client's tries, a lost lease) fails the attempt.
+        """
+        fan = self.parents.get(job_id)
+        if fan is None:
+            return
+        job = pail.current_job()
+        assert job is not None, "a handler runs with its job's context"
+        life = job.message.lease.record.redriven  # a redriven parent fans out a flow of its own
+        for number, count in enumerate(fan.calls):
+            flow = fan_out_ids(job_id, number, count, life)
+            if flow.then not in self.flows:
+                for made in (*flow.children, flow.then):
+                    world.ledger.expect(made)
+                self.flows[flow.then] = flow
+                self.waits[flow.then] = (*flow.children, job_id)
+            else:
+                world.counts["graph_fan_out_repeats"] += 1  # a retry makes the same writes
+            world.counts["graph_fan_out_calls"] += 1
+            try:
+                written = job.fan_out(
+                    [{"child": index} for index in range(count)],
+                    then={"then": job_id},
+                    on_failure=fan.on_failure,
+                )
+            except BaseException:
+                # A crash (``Crash``), a 5xx past the client's tries, a lost lease: half-way.
+                world.counts["graph_fan_out_broken"] += 1
+                raise
+            if written != flow:
+                world.ledger.violate(
+                    Kind.DEPENDENCY, job_id, f"fan-out {number} wrote {written}, not {flow}"
+                )
 
     def mutated(
         self,
@@ -233,6 +333,11 @@ class Graphs:
             # Its own actor, beside the shapes below: their draws stay what they were.
             keyed = world.scheduler.new_process("keyed-operator", "producer")  # never crashes
             world.scheduler.spawn(keyed, "keyed-graphs", lambda: self._keyed_edges(world, keyed))
+        if self.fanning is not None:
+            fanning = world.scheduler.new_process("fan-out-operator", "producer")  # never crashes
+            world.scheduler.spawn(
+                fanning, "fan-outs", lambda: self._fan_out_parents(world, fanning)
+            )
         for _ in range(self.rng.randint(2, 4)):
             world.scheduler.sleep(self.rng.uniform(0, config.chaos_duration / 3))
             shape = self.rng.choice(("fan-in", "chain", "late"))
@@ -248,6 +353,36 @@ class Graphs:
                 self._writing = False
             world.counts[f"graphs_{shape}"] += 1
         self._foreign(world, keys)
+
+    def _fan_out_parents(self, world: World, process: Process) -> None:
+        """Enqueue the fan-out parents: plain jobs, whose handlers write the graphs."""
+        rng = self.fanning
+        assert rng is not None
+        clock = world.clock(process)
+        self._fanning = True
+        try:
+            self._enqueue_parents(world, rng, clock)
+        finally:
+            self._fanning = False
+
+    def _enqueue_parents(self, world: World, rng: random.Random, clock: Any) -> None:
+        # A one-worker world's run ends at its time limit with its graphs half done if it has
+        # to work through two parents' flows on top of the rest: one parent per worker at most.
+        for _ in range(min(rng.randint(*FAN_OUT_PARENTS), world.config.workers)):
+            world.scheduler.sleep(rng.uniform(0, world.config.chaos_duration / 3))
+            parent = sim_job_id(next(self._fan_out_ids))
+            calls = tuple(rng.randint(1, 3) for _ in range(rng.choice((1, 1, 2))))
+            on_failure = rng.choice((dependencies.DEAD_LETTER, dependencies.CANCEL))
+            self.parents[parent] = FanOut(parent, calls, on_failure)
+            world.ledger.expect(parent)
+            payload = {"fan-out": len(calls)}
+            self._retry(
+                world,
+                lambda parent=parent, payload=payload: put_pending(
+                    world.store, world.keys, payload, parent, now=clock.now()
+                ),
+            )
+            world.counts["graphs_fan-out"] += 1
 
     def _retry(self, world: World, write: Any) -> None:
         for _ in range(TRIES):
@@ -408,6 +543,10 @@ class Graphs:
         world.counts["graph_foreign"] += 1
 
 
+_STATES = (WAIT, QUEUE, RUN, DONE)
+"""Where a graph job has a record, from its waiting one to its outcome."""
+
+
 def _find(store: Store, keys: Keys, job_id: str, state: str) -> StoredObject | None:
     for layout in dependencies.unpinned(keys).layouts(job_id):
         found = store.peek(f"{layout.job_prefix(state, job_id)}{job_id}")  # type: ignore[attr-defined]
@@ -429,4 +568,5 @@ def graphs_for(seed: int, share: float | None = None) -> Graphs | None:
     if rng.random() >= (SHARE if share is None else share):
         return None
     keyed = random.Random(f"keyed-after-{seed}")  # its own stream: a graph world's draws stay
-    return Graphs(rng, keyed if keyed.random() < KEYED_SHARE else None)
+    fanning = random.Random(f"fan-out-{seed}")  # and the fan-outs' (every graph world has them)
+    return Graphs(rng, keyed if keyed.random() < KEYED_SHARE else None, fanning)

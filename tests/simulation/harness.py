@@ -558,6 +558,19 @@ class World:
             self._outcomes[key] = (duration, self.rng.random() < self.config.fail_probability)
         return self._outcomes[key]
 
+    def handling(self, job_id: str) -> None:
+        """The user's code that an extra gives the handler of ``job_id`` (``Graphs.handling``)."""
+        for extra in self.extras:
+            hook = getattr(extra, "handling", None)
+            if hook is not None:
+                hook(self, job_id)
+
+    def renews_in_handler(self, job_id: str) -> bool:
+        """Whether the handler of ``job_id`` renews its lease itself (a fan-out's first write)."""
+        return any(
+            getattr(extra, "renews_in_handler", lambda job: False)(job_id) for extra in self.extras
+        )
+
     # -- the run ----------------------------------------------------------
 
     def quiet(self) -> bool:

@@ -20,7 +20,7 @@ sweep finds too rarely for either is pinned by a schedule as well
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -42,6 +42,9 @@ from pail.errors import ConditionFailedError, DecodeError, PailError
 from pail.keys import Keys
 from pail.protocol import dedup, transitions
 from pail.protocol.claim import Claimer, Skip
+from pail.protocol.dependencies.graph import Flow, put_waiting
+from pail.protocol.enqueue import put_pending
+from pail.protocol.lease import Lease
 from pail.protocol.reaper import Reaper, ReapReport
 from pail.protocol.writes import WriteStats, delete_if_unchanged, put_conditional
 from pail.store.base import ObjectInfo, Store, StoredObject
@@ -367,6 +370,32 @@ def _reaper_leaves_expired_leases(monkeypatch: pytest.MonkeyPatch) -> None:
     steps.REAPER_RECLAIM.replace(monkeypatch, reclaim)
 
 
+def _fan_out_writes_the_children_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fan-out that writes its children before its continuation's waiting record."""
+
+    def fan_out(
+        store: Store,
+        keys: Keys,
+        lease: Lease,
+        flow: Flow,
+        children: Sequence[Any],
+        then: Any,
+        *,
+        now: datetime,
+        on_failure: str = "dead-letter",
+        stats: WriteStats | None = None,
+    ) -> Flow:
+        if flow.then not in lease.record.then:
+            lease.renew(then=(*lease.record.then, flow.then))
+        for payload, job_id in zip(children, flow.children, strict=True):
+            put_pending(store, keys, payload, job_id, now=now, then=(flow.then,), stats=stats)
+        after = (*flow.children, lease.job_id)
+        put_waiting(store, keys, then, flow.then, after, now=now, on_failure=on_failure)
+        return flow
+
+    steps.FAN_OUT.replace(monkeypatch, fan_out)
+
+
 REGRESSIONS = (
     Regression(
         "stalled-claim-loses-job",
@@ -566,6 +595,16 @@ REGRESSIONS = (
         "does: the job runs before its dependencies succeeded.",
         _keyed_repair_writes_an_entry,
         search=300,
+    ),
+    Regression(
+        "fan-out-writes-the-children-first",
+        1481,
+        Kind.DEPENDENCY,
+        "A handler's fan-out writes its children before the continuation's waiting record, "
+        "and its worker crashes between the two on the job's last attempt: the children run "
+        "with no continuation to tell, which is never written (or, written by a retry after a "
+        "child ended, waits for ever).",
+        _fan_out_writes_the_children_first,
     ),
     Regression(
         "reaper-leaves-expired-leases",

@@ -18,6 +18,44 @@ from pail.threads import Started
 from tests.simulation.scheduler import Actor, Process, Scheduler, SimEvent
 
 
+class SimRLock:
+    """``threading.RLock`` among actors: one holds it, the others wait in simulated time.
+
+    Every actor is a greenlet of one OS thread, so a real ``RLock`` lets
+    them all in at once (each is the thread that holds it). ``SimThreads.rlock``
+    hands out this one where two actors of a process must exclude each other.
+    """
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._owner: Actor | None = None
+        self._depth = 0
+        self._free = SimEvent(scheduler)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        me = self._scheduler.current
+        while self._owner is not None and self._owner is not me:
+            if not blocking:
+                return False
+            self._free.clear()
+            self._free.wait()
+        self._owner = me
+        self._depth += 1
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._free.set()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class SimThread:
     """A thread started by ``SimThreads``: an actor, and the actors waiting to join it."""
 
@@ -44,6 +82,10 @@ class SimThreads:
 
     def event(self) -> threading.Event:
         return SimEvent(self._scheduler)
+
+    def rlock(self) -> SimRLock:
+        """A lock its actors exclude each other with (``SimRLock``)."""
+        return SimRLock(self._scheduler)
 
     def start(self, target: Callable[[], None], name: str) -> Started:
         done = SimEvent(self._scheduler)

@@ -33,6 +33,7 @@ import pytest
 from pail import codec, status
 from pail.protocol import cancel, dedup, delay, redrive, transitions
 from pail.protocol.claim import Claimer
+from pail.protocol.dependencies import graph
 from pail.protocol.reaper import Reaper
 
 
@@ -133,6 +134,15 @@ STATUS_READ = Step(status, status._read_once, "one read of a job's status, done/
 
 DEDUP_REPAIR = Step(
     dedup, dedup._repair, "a repeat's repair: the job's first record (wait/ if it waits)"
+)
+
+# --- dependencies (docs/dependencies.md) --------------------------------------------
+
+FAN_OUT = Step(
+    graph,
+    graph.fan_out,
+    "a handler's fan-out: its lease names the continuation, the continuation's record, "
+    "then each child",
 )
 
 STEPS: tuple[Step[Any], ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Step))

@@ -27,7 +27,7 @@ from tests.simulation.regressions import REGRESSIONS
 SEEDS = range(120)
 """The CI sweep of the family (about 4 s of CPU on one core)."""
 BAD_SEARCH = range(100)
-"""The seeds each known-bad variant must break the invariant within (found: seeds 0, 48 and 6)."""
+"""The seeds each known-bad variant must break the invariant within (found: seeds 0, 48, 6, 10)."""
 
 
 @pytest.fixture(autouse=True)
@@ -64,9 +64,14 @@ def test_given_the_family_when_simulated_then_its_graphs_run_and_end() -> None:
     # The sweep means something only if dependents are claimed, end, and the bucket fights back.
     assert counts["graph_dependents_claimed"] >= 40
     assert counts["graph_dependents_ended"] >= 40
-    for shape in ("fan-in", "chain", "late", "keyed"):
+    for shape in ("fan-in", "chain", "late", "keyed", "fan-out"):
         assert counts[f"graphs_{shape}"] >= 3
     assert counts["graph_foreign"] >= 10
+    # Fan-outs from handlers: calls broken half-way (crashes, 5xx, lost leases), then repeated.
+    assert counts["graphs_fan-out"] >= 20
+    assert counts["graph_fan_out_flows"] >= 20
+    assert counts["graph_fan_out_broken"] >= 2
+    assert counts["graph_fan_out_repeats"] >= 3
     # Keyed late edges: first producers crash between their two writes, and repeats repair.
     assert counts["graph_keyed_crashed"] >= 3
     assert counts["graph_keyed_repaired"] >= 3
@@ -113,6 +118,18 @@ def test_given_a_keyed_repair_that_writes_the_entry_when_simulated_then_it_is_ca
     # Known-bad: a repeat of enqueue(key=K, after=[...]) whose first producer crashed
     # between its two writes repairs with a pending entry (regressions.py has its main-sweep seed).
     regression = next(r for r in REGRESSIONS if r.name == "keyed-repair-writes-an-entry")
+    regression.restore_bug(monkeypatch)
+
+    assert _first_caught() is not None
+
+
+def test_given_a_fan_out_that_writes_the_children_first_when_simulated_then_it_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Known-bad: the children before the continuation's record; a worker that crashes between
+    # them on the parent's last attempt leaves children whose continuation was never written
+    # (regressions.py has its main-sweep seed).
+    regression = next(r for r in REGRESSIONS if r.name == "fan-out-writes-the-children-first")
     regression.restore_bug(monkeypatch)
 
     assert _first_caught() is not None

@@ -148,6 +148,11 @@ class SimWorker:
         self.limits.next_job(self._stops)
         world.restart_phase("settle")  # this job's settle (or its return) counts from here
         self.claims_started[lease.job_id] = claim_started
+        if world.renews_in_handler(lease.job_id):
+            # Its handler renews the lease too (a fan-out names its continuation), beside the
+            # heartbeat: the lease's lock must exclude them from each other, as it does
+            # between real threads (only these leases, so other jobs' runs are unchanged).
+            lease._lock = self.threads.rlock()  # type: ignore[assignment]
         return Message(
             world.store,
             lease.keys,
@@ -197,6 +202,8 @@ class StopRequests:
         self.release: str | None = None
         self.release_at: float | None = None
         """When the stop request that releases the running job arrives (simulated time)."""
+        self.holding = False
+        """The handler is inside its calls of pail (a fan-out): a stop request waits."""
 
     def next_job(self, stops: random.Random) -> None:
         """Maybe stop, for the job just claimed: before it starts, or within a lease of it."""
@@ -226,7 +233,7 @@ class StopRequests:
         return self.stop is not None or self.release_reason() is not None
 
     def release_reason(self) -> str | None:
-        if self.release_at is None or self._world.scheduler.now < self.release_at:
+        if self.holding or self.release_at is None or self._world.scheduler.now < self.release_at:
             return None
         return self.release
 
@@ -269,6 +276,18 @@ def _handler(sim: SimWorker) -> Callable[[Any], Any]:
             process, message.id, record.attempt, claim_started
         )
         duration, raises = world.handler_outcome(message.id, record.attempt, record.redriven)
+        # An extra's calls of pail from the handler (a fan-out). A stop request that comes
+        # meanwhile is seen once they return, as if the handler masked SIGTERM for them: a
+        # drain does not wait for its handler, and this process's next drain would run the
+        # job's next attempt beside them (a real process exits on SIGTERM; this one goes on).
+        sim.limits.holding = True
+        try:
+            world.handling(message.id)
+        except Exception:
+            world.ledger.execution_ended(execution)  # it raised: the drain fails the attempt
+            raise
+        finally:
+            sim.limits.holding = False
         # A crash unwinds from a wait (``Crash``): the ledger has ended the execution already.
         if not job.stopping.wait(duration / 2):
             world.checkpoint_current()  # its process can crash or stall half-way through
