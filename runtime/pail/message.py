@@ -139,7 +139,7 @@ class Message:
         flow = graph.fan_out_ids(self.id, number, len(children), self._lease.record.redriven)
         return graph.fan_out(
             self._store,
-            graph.unpinned(self._keys),
+            graph.flow_keys(self._keys, self.id),
             self._lease,
             flow,
             children,

@@ -238,3 +238,29 @@ def test_given_a_finisher_on_an_older_shard_count_then_it_finds_the_record_by_th
     assert found is not None
     layout, record = found
     assert record.key == grown.keys.wait(flow.then) == layout.wait(flow.then)
+
+
+def test_given_a_shard_rollout_between_two_attempts_when_the_parent_fans_out_again_then_no_child_is_written_twice() -> (
+    None
+):
+    store = MemoryStore("jobs")
+    before = Pail(store, shards=2, reclaim=False)  # the count of the parent's first attempt
+    parent = before.enqueue({"plan": True})
+    first = before.claim()
+    assert first is not None and first.id == parent
+    flow = first.fan_out([{"n": n} for n in range(8)], then={"merge": True})
+    assert first.fail("the first attempt fails after its fan-out")
+    after = Pail(store, shards=4, reclaim=False)  # the rollout grew the worker's count
+    while (message := after.claim()) is not None and message.id != parent:
+        pass  # a child, claimed and left running
+    assert message is not None
+
+    again = message.fan_out([{"n": n} for n in range(8)], then={"merge": True})
+
+    assert again == flow  # the same ids on every attempt ...
+    stored = list(store.keys())
+    for job in (*flow.children, flow.then):  # ... and the same shard: one job, never two
+        # (a claimed child's entry written again beside its lease is the stale entry its
+        # next claim drops; an entry in another shard would be a second job)
+        shards = {key.split("/")[1] for key in stored if key.endswith(f"/{job}")}
+        assert len(shards) == 1, (job, shards)

@@ -23,6 +23,7 @@ from pail.protocol.dependencies.graph import (
     enqueue_flow,
     fan_out,
     fan_out_ids,
+    flow_keys,
     put_waiting,
     results,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "fan_out",
     "fan_out_ids",
     "find",
+    "flow_keys",
     "put_waiting",
     "results",
     "tell",

@@ -25,7 +25,7 @@ from typing import Any
 from pail.codec import MAX_EDGES, META_OUTCOME, OUTCOME_SUCCEEDED, decode_result
 from pail.errors import ConfigurationError, DecodeError, PailError
 from pail.jsonsafe import check_value
-from pail.keys import Keys
+from pail.keys import FLAT, Keys
 from pail.protocol.dependencies.record import WaitingJob, check_on_failure
 from pail.protocol.dependencies.release import tell, unpinned
 from pail.protocol.enqueue import put_pending
@@ -281,6 +281,37 @@ def fan_out(
             stats=stats,
         )
     return flow
+
+
+def flow_keys(keys: Keys, parent: str) -> Keys:
+    """The keys a running job's fan-out writes under, the same on every attempt of the job.
+
+    ``keys`` are pinned to the shard the parent lives in. A child's shard is
+    a function of its id and the shard count, and a worker's own count may
+    change between two attempts of the parent (a rollout grows it): under
+    the worker's count, one attempt wrote a child in one shard and its retry
+    the same child in another, a second job run after the first had ended
+    (sharded sweep seed 106). So the flow is written under the smallest
+    count under which the parent has the shard it lives in, a function of
+    the parent alone (its own count or a smaller one: every reader of the
+    queue's count looks there too); a flat parent's flow is flat.
+
+    >>> job = "01J0000000000000000000000A"
+    >>> flow_keys(Keys(shards=4).layouts(job)[0], job).shards, flow_keys(Keys(shards=4).pinned(FLAT), job).shards
+    (4, 1)
+    """
+    base = unpinned(keys)
+    if keys.pin is None or not base.sharded:
+        return base
+    if keys.pin == FLAT:
+        return replace(base, shards=1)
+    width = 2
+    while width <= base.shards:
+        sized = replace(base, shards=width)
+        if sized.layouts(parent)[0].pin == keys.pin:
+            return sized
+        width *= 2
+    return base
 
 
 def fan_out_ids(parent: str, number: int, children: int, life: int = 0) -> Flow:
