@@ -998,15 +998,18 @@ class Pail:
             if limit is not None and len(letters) >= limit:
                 break
             obj = self._store.get(info.key)
-            if obj is None or redrive.leftover_letter(
-                self._store, self.keys.of_key(info.key, DLQ), job_id, obj
-            ):
+            if obj is None:
                 continue
             try:
-                letters.append(DeadLetter.decode(obj.body, job_id))
+                letter = DeadLetter.decode(obj.body, job_id)
             except DecodeError as exc:
                 log.warning("unreadable dead letter %s: %s", info.key, exc)
                 letters.append(DeadLetter.unreadable(job_id, obj.body, exc))
+                continue
+            if not redrive.leftover_letter(
+                self._store, self.keys.of_key(info.key, DLQ), letter, obj.etag
+            ):
+                letters.append(letter)
         return letters
 
     def delete_dead_letter(self, job_id: str, *, etag: str | None = None) -> bool:

@@ -148,8 +148,8 @@ def clear_late_record(store: Store, keys: Keys, job_id: str, life: int) -> None:
         delete_if_unchanged(store, key, late.etag)
 
 
-def leftover_letter(store: Store, keys: Keys, job_id: str, letter: StoredObject) -> bool:
-    """True if ``letter``, a ``dlq/`` record just read, is a piece of a past life; then it is removed.
+def leftover_letter(store: Store, keys: Keys, letter: DeadLetter, etag: str) -> bool:
+    """True if ``letter``, a ``dlq/`` record just read (ETag ``etag``), is a piece of a past life; then it is removed.
 
     pail writes a death's marker before its record, and a redrive removes the
     record before the marker, so a record pail wrote (it carries a write
@@ -162,18 +162,13 @@ def leftover_letter(store: Store, keys: Keys, job_id: str, letter: StoredObject)
     have no marker: they are always current. ``keys`` is pinned to the
     record's shard.
     """
-    try:
-        record = DeadLetter.decode(letter.body, job_id)
-    except DecodeError:
-        return False  # foreign bytes: listed as quarantined, never ours to remove
-    if not record.write:
+    if not letter.write:
         return False
-    life = record.redriven
-    done = store.head(keys.done(job_id))
+    done = store.head(keys.done(letter.job_id))
     own = done is not None and done.metadata.get(META_OUTCOME) == OUTCOME_DEAD
-    if own and done is not None and life_of(done.metadata) <= life:
+    if own and done is not None and life_of(done.metadata) <= letter.redriven:
         return False  # beside its own life's dead marker: the job's state
-    delete_if_unchanged(store, keys.dlq(job_id), letter.etag)
+    delete_if_unchanged(store, keys.dlq(letter.job_id), etag)
     return True
 
 
