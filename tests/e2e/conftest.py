@@ -55,6 +55,18 @@ _bucket_numbers = itertools.count()
 OpenJob = Callable[..., None]
 
 
+def open_session(page: Page, link: str, origin: str) -> None:
+    """Open a dashboard session through ``link`` and wait until its landing page moved on.
+
+    The landing page moves to the dashboard with a ``<meta http-equiv="refresh">``
+    after its ``load`` event, where ``page.goto`` returns. A test that navigated
+    at once raced that refresh, which could land after it (the page showed the
+    overview instead of the page the test asked for).
+    """
+    page.goto(link)
+    page.wait_for_url(f"{origin}/")
+
+
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(reason)

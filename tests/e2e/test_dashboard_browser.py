@@ -24,7 +24,7 @@ import pytest
 from pail import JobState, Pail
 from pail.dashboard import Dashboard, DashboardServer
 from pail.local import LocalS3
-from tests.e2e.conftest import TIMEOUT_MS
+from tests.e2e.conftest import TIMEOUT_MS, open_session
 from tests.support.population import GARBAGE_ID, HOLDER, HTML_ID, NAN_ID, Population, populate
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def board(browser: Browser, server: DashboardServer) -> Iterator[Page]:
 
         page.on("dialog", refuse)
         page.set_default_timeout(TIMEOUT_MS)
-        page.goto(server.link())
+        open_session(page, server.link(), server.origin)
         yield page
     finally:
         context.close()

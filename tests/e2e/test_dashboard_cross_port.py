@@ -154,6 +154,7 @@ def test_given_a_dashboard_session_when_a_page_on_another_loopback_port_opens_th
         opened = page.goto(dashboard.link())
         assert opened is not None and opened.ok and "csrf" not in page.url
         assert [c["name"] for c in context.cookies()] == [COOKIE]  # the session exists
+        page.wait_for_url(f"{dashboard.origin}/")  # the landing page's refresh has landed
 
         results: dict[str, dict[str, str]] = {}
         for origin in own:

@@ -22,7 +22,7 @@ from ulid import ULID
 from pail import Pail
 from pail.dashboard import Dashboard, DashboardServer
 from pail.local import LocalS3
-from tests.e2e.conftest import TIMEOUT_MS
+from tests.e2e.conftest import TIMEOUT_MS, open_session
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Dialog, Page
@@ -70,7 +70,7 @@ def board(browser: Browser, jobs: tuple[Pail, list[str]]) -> Iterator[Page]:
 
             page.on("dialog", refuse)
             page.set_default_timeout(TIMEOUT_MS)
-            page.goto(server.link())
+            open_session(page, server.link(), server.origin)
             page.get_by_role("link", name="(default)").first.click()
             page.locator("#search-link").click()
             yield page
