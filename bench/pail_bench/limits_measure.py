@@ -41,6 +41,8 @@ from pail_bench.counting import EVENT, RequestCounter, by_operation, diff, faile
 
 BUCKET = "limits"
 HANDLER_SECONDS = 0.05
+GATHER_BOUND = 30.0
+"""The longest a quick run's handler waits for the limit's worth of company (``Running.gather``)."""
 POLL = [20.0]
 """The work loops' longest idle wait (``pail work``'s default; ``--poll``)."""
 
@@ -49,7 +51,7 @@ class Running:
     """How many handlers run at once: the most seen at a start and by a sampler."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self.now = 0
         self.most_at_start = 0
         self.most_sampled = 0
@@ -61,6 +63,21 @@ class Running:
             self.now += 1
             self.most_at_start = max(self.most_at_start, self.now)
             self.starts.append((time.time(), payload))
+            self._lock.notify_all()
+
+    def gather(self, target: int, total: int, bound: float) -> None:
+        """Wait until ``target`` handlers run at once, every job has started, or ``bound`` s pass.
+
+        The quick run's handlers take 50 ms: on a loaded machine 16 workers
+        could claim so slowly that three never overlapped, and "at most 3"
+        then said nothing about the limit. Holding each handler until the
+        limit's worth of them run makes the limit bind whatever the load; a
+        gate that let a fourth in would show 4.
+        """
+        with self._lock:
+            self._lock.wait_for(
+                lambda: self.now >= target or len(self.starts) >= total, timeout=bound
+            )
 
     def leave(self) -> None:
         with self._lock:
@@ -72,10 +89,16 @@ class Running:
             self.samples += 1
 
 
-def _handler(running: Running, seconds: float) -> Callable[[Any], Any]:
+def _handler(
+    running: Running, seconds: float, gather: tuple[int, int] | None = None
+) -> Callable[[Any], Any]:
+    """A handler of ``seconds``; with ``gather=(target, total)`` it first waits for company."""
+
     def run(payload: Any) -> Any:
         running.enter(payload)
         try:
+            if gather is not None:
+                running.gather(*gather, bound=GATHER_BOUND)
             time.sleep(seconds)
         finally:
             running.leave()
@@ -200,7 +223,9 @@ def _all_done(running: Running, jobs: int) -> bool:
     return len(running.starts) >= jobs and running.now == 0
 
 
-def concurrency(server: LocalS3, workers: int, jobs: int, rounds: int) -> dict[str, Any]:
+def concurrency(
+    server: LocalS3, workers: int, jobs: int, rounds: int, *, gather: bool = False
+) -> dict[str, Any]:
     """The same workload with and without a limit of 3, side by side, ``rounds`` times.
 
     The workload is the round-2 claim benchmark's contention run (400 jobs
@@ -208,7 +233,8 @@ def concurrency(server: LocalS3, workers: int, jobs: int, rounds: int) -> dict[s
     small backlog (96 jobs for 16 workers) measures the workers' race for a
     few entries, whose failed writes swing from 0.3 to 0.7 per claim from one
     run to the next with no limit at all. The sides alternate, so a change in
-    the machine's load hits both alike.
+    the machine's load hits both alike. With ``gather`` (the quick run) each
+    handler first waits until 3 run at once (``Running.gather``).
     """
     out: dict[str, Any] = {"jobs": jobs, "rounds": []}
     for round_ in range(rounds):
@@ -225,7 +251,7 @@ def concurrency(server: LocalS3, workers: int, jobs: int, rounds: int) -> dict[s
                 queue.keys.namespace,
                 workers,
                 jobs,
-                _handler(running, HANDLER_SECONDS),
+                _handler(running, HANDLER_SECONDS, (3, jobs) if gather else None),
                 counter,
                 running,
                 until=functools.partial(_all_done, running, jobs),
@@ -368,7 +394,9 @@ def main(argv: list[str] | None = None) -> None:
         setup = _connect(server, "setup", RequestCounter())
         setup.store.client.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
         runs: dict[str, Callable[[], dict[str, Any]]] = {
-            "concurrency": lambda: concurrency(server, args.workers, jobs, rounds),
+            "concurrency": lambda: concurrency(
+                server, args.workers, jobs, rounds, gather=args.quick
+            ),
             "rate": lambda: rate(server, args.workers, rate_jobs),
             "fairness": lambda: fairness(server, min(args.workers, 4), big, 10),
         }

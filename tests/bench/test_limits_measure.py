@@ -1,7 +1,8 @@
 """``scripts/limits-measure --quick`` on the local server: the limits hold, measured end to end.
 
 Small and on a shared machine, so nothing here looks at a timing or a cost
-figure: 16 workers under a limit of 3 never run more than 3 handlers; a
+figure: 16 workers under a limit of 3 run 3 handlers at once and never more
+(each quick-run handler waits until 3 run, so the limit binds at any load); a
 rate of 5/s never starts more than 5 in a second of the server's clock; a
 small group behind a big one starts sooner than oldest-first lets it.
 """
