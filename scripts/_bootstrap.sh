@@ -80,12 +80,7 @@ _install_with_uv() {
     while read -r extra; do extras+=(--extra "$extra"); done < <(_extras "$VENV/bin/python")
     # uv sync resolves under the pins of [tool.uv] constraint-dependencies, writes the
     # (untracked) uv.lock, and makes .venv exactly that set, the project editable.
-    # --compile-bytecode, as pip does by default: once, on every core, at install. Without
-    # it each process compiled what it imported, and the test suite's parallel processes
-    # compiled the same modules over and over: a fresh clone's pytest used about 225
-    # CPU-seconds more than a warm one; compiling all of .venv costs about 75, once.
-    (cd "$ROOT" && UV_PROJECT_ENVIRONMENT="$VENV" "$uv" sync --quiet --compile-bytecode \
-        --python "$VENV/bin/python" "${extras[@]}")
+    (cd "$ROOT" && UV_PROJECT_ENVIRONMENT="$VENV" "$uv" sync --quiet --python "$VENV/bin/python" "${extras[@]}")
 }
 
 _install_with_pip() {
