@@ -30,7 +30,7 @@ from tests.servers import SeaweedS3, make_s3_client
 from tests.support.queues import connect_to
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, Response
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_PAGE = ROOT / "examples" / "status-page" / "index.html"
@@ -55,16 +55,18 @@ _bucket_numbers = itertools.count()
 OpenJob = Callable[..., None]
 
 
-def open_session(page: Page, link: str, origin: str) -> None:
-    """Open a dashboard session through ``link`` and wait until its landing page moved on.
+def open_session(page: Page, link: str, origin: str) -> Response | None:
+    """Open a dashboard session through ``link``; wait until its landing page moved on.
 
     The landing page moves to the dashboard with a ``<meta http-equiv="refresh">``
     after its ``load`` event, where ``page.goto`` returns. A test that navigated
     at once raced that refresh, which could land after it (the page showed the
-    overview instead of the page the test asked for).
+    overview instead of the page the test asked for). Returns the landing page's
+    response.
     """
-    page.goto(link)
+    landing = page.goto(link)
     page.wait_for_url(f"{origin}/")
+    return landing
 
 
 def _unavailable(reason: str) -> None:

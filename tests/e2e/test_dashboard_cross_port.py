@@ -28,7 +28,7 @@ from pail.dashboard import Dashboard, DashboardServer
 from pail.dashboard.server import COOKIE
 from pail.local import LocalS3
 from pail.serving import BackgroundServer, QuietThreadingServer
-from tests.e2e.conftest import TIMEOUT_MS
+from tests.e2e.conftest import TIMEOUT_MS, open_session
 from tests.support.population import Population, populate
 
 if TYPE_CHECKING:
@@ -151,10 +151,9 @@ def test_given_a_dashboard_session_when_a_page_on_another_loopback_port_opens_th
     try:
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
-        opened = page.goto(dashboard.link())
+        opened = open_session(page, dashboard.link(), dashboard.origin)
         assert opened is not None and opened.ok and "csrf" not in page.url
         assert [c["name"] for c in context.cookies()] == [COOKIE]  # the session exists
-        page.wait_for_url(f"{dashboard.origin}/")  # the landing page's refresh has landed
 
         results: dict[str, dict[str, str]] = {}
         for origin in own:
