@@ -90,3 +90,35 @@ def test_given_port_0_when_the_module_runs_then_it_writes_the_port_it_bound(tmp_
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-12-02T19:20:02.000Z",
+        "2026-12-02T19:20:02.123Z",
+        "2026-12-02T19:20:02.123456Z",
+        "2026-12-02T19:20:02Z",
+        # Not moto's shape: botocore parses these, as it did before.
+        "1764700000",
+        "20261202",
+        "2026-12-02",
+        "2026-12-02T19:20:02+01:00",
+        "2026-12-02T19:20:02.1234Z",
+    ],
+)
+def test_given_a_timestamp_when_the_quick_parse_reads_it_then_it_is_what_botocore_reads(
+    value: str,
+) -> None:
+    import moto.core.serialize
+    from botocore.utils import parse_to_aware_datetime
+
+    from pail.local import build_app
+
+    build_app()  # installs the quick parse
+    quick = getattr(moto.core.serialize, "parse_to_aware_datetime")  # noqa: B009 - not re-exported
+    assert quick is not parse_to_aware_datetime
+    assert quick(value) == parse_to_aware_datetime(value)
+    assert quick(value).utcoffset() == parse_to_aware_datetime(value).utcoffset()
+    stamp = "%Y-%m-%dT%H:%M:%S.%fZ"
+    assert quick(value).strftime(stamp) == parse_to_aware_datetime(value).strftime(stamp)
