@@ -18,9 +18,14 @@ from typing import Any
 
 import pytest
 
+from .rehearsal import toolchain
+
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,19,20,21")
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+# Before aws_cdk starts its jsii kernel: every Node process of these tests (the kernel,
+# and the CDK CLI and kernels of the synths they run) gets one V8 helper thread.
+os.environ["NODE_OPTIONS"] = toolchain.node_options(os.environ.get("NODE_OPTIONS", ""))
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "infra") not in sys.path:
