@@ -64,7 +64,7 @@ class ChaosConfig:
     """The CI variant by default: 150 jobs, 4 workers, a kill every 8 job starts, 5% faults."""
 
     jobs: int = 150
-    """150 (300 until 2026-12-03): about 20 real SIGKILLs and 50+ faults of each kind a run;
+    """150 (300 until 2026-12-03): 14-16 real SIGKILLs and 20-30 faults of each kind a run;
     what the audit proves does not grow with the count (``scripts/chaos`` runs 2,000)."""
     workers: int = 4
     kill_after_starts: int = 8
