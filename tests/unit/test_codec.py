@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import traceback
 
 import pytest
 
@@ -78,6 +79,26 @@ def test_given_exception_when_recorded_then_type_message_and_truncated_traceback
     assert "ValueError" in info.traceback and len(info.traceback) <= 4100
     letter = DeadLetter("J", {"n": 1}, 4, info)
     assert DeadLetter.decode(letter.encode(), "J").error == info
+
+
+def _lookup(table: dict[str, int], name: str) -> int:
+    return table[name] + 1  # the failing line, as a handler's would be
+
+
+def test_given_a_nested_exception_when_recorded_then_every_frame_and_no_caret_line() -> None:
+    try:
+        _lookup({"a": 1}, "missing")
+    except KeyError as exc:
+        info = ErrorInfo.from_exception(exc)
+        shown = traceback.format_exception(exc)
+
+    lines = info.traceback.splitlines()
+    assert lines[0] == "Traceback (most recent call last):" and lines[-1] == "KeyError: 'missing'"
+    assert f'File "{__file__}"' in info.traceback and ", in _lookup" in info.traceback
+    assert "return table[name] + 1  # the failing line" in info.traceback
+    assert '_lookup({"a": 1}, "missing")' in info.traceback
+    # Python's own rendering, minus the markers it computes by parsing each frame's source.
+    assert [line for line in "".join(shown).splitlines() if set(line.strip()) - {"^", "~"}] == lines
 
 
 # --- markers: null to every JSON reader, one write each (issue 18, defect 0) ------------
