@@ -122,6 +122,7 @@ def _encode(value: Any, what: str) -> str:
 def _explain(value: Any, what: str) -> str | None:
     """Where in ``value`` JSON fails, for the error message: the first bad spot, walked iteratively."""
     stack: list[tuple[Any, str, int]] = [(value, what, 0)]
+    children: list[tuple[Any, str, int]] = []
     while stack:
         item, path, depth = stack.pop()
         if depth > MAX_DEPTH:
@@ -133,14 +134,16 @@ def _explain(value: Any, what: str) -> str | None:
             for key, child in item.items():
                 if not isinstance(key, str | int | float | bool) and key is not None:
                     return f"{path} has a key of type {type(key).__name__}: JSON keys are strings"
-                stack.append((child, f"{path}[{key!r}]", depth + 1))
+                children.append((child, f"{path}[{key!r}]", depth + 1))
         elif isinstance(item, list | tuple):
-            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+            children.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
         elif isinstance(item, int) and not isinstance(item, bool):
             if item.bit_length() > 14_000:  # past Python's 4,300-digit conversion limit
                 return f"{path} is an integer too large to write as JSON"
-        elif not isinstance(item, str | bool) and item is not None:
+        elif not isinstance(item, str | bool | float) and item is not None:
             return f"{path} is not JSON-serialisable: {type(item).__name__}"
+        stack.extend(reversed(children))  # the first child is walked next: the first bad spot
+        children.clear()
     return None
 
 

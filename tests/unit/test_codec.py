@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import traceback
 
 import pytest
@@ -20,6 +21,7 @@ from pail.codec import (
 )
 from pail.errors import DecodeError, PayloadError
 from pail.ids import new_token
+from pail.jsonsafe import check_value
 
 
 def test_given_pailq_011_pending_body_when_decoded_then_payload_and_attempts_read() -> None:
@@ -68,6 +70,27 @@ def test_given_unserialisable_result_when_encoded_then_payload_error_names_the_c
         encode_result({"when": object()})
     with pytest.raises(PayloadError):
         encode_result(float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("value", "blamed"),
+    [
+        ([2**15_000, 1.5], "payload[0] is an integer too large to write as JSON"),
+        ([1.5, object(), 2**15_000], "payload[1] is not JSON-serialisable: object"),
+        (
+            {"x": [1, {"y": object()}], "z": math.inf},
+            "payload['x'][1]['y'] is not JSON-serialisable",
+        ),
+        ([0.25, {"n": -math.inf}], "payload[1]['n'] is -Infinity"),
+    ],
+)
+def test_given_a_payload_json_cannot_write_then_the_error_names_its_first_bad_spot(
+    value: object, blamed: str
+) -> None:
+    with pytest.raises(PayloadError) as caught:
+        check_value(value, "payload")
+
+    assert str(caught.value).startswith(blamed)  # never a finite float, never a later spot
 
 
 def test_given_exception_when_recorded_then_type_message_and_truncated_traceback() -> None:
