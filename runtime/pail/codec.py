@@ -272,8 +272,10 @@ def _plain_frames(exc: BaseException) -> list[str]:
     with them, 157 us to record without). The file, line, function and source
     line of every frame stay.
     """
-    frames = traceback.extract_tb(exc.__traceback__)
-    plain = [(frame.filename, frame.lineno, frame.name, frame.line) for frame in frames]
+    plain = [
+        traceback.FrameSummary(f.filename, f.lineno, f.name, lookup_line=False, line=f.line)
+        for f in traceback.extract_tb(exc.__traceback__)
+    ]
     return traceback.StackSummary.from_list(plain).format()
 
 
