@@ -122,9 +122,9 @@ def _encode(value: Any, what: str) -> str:
 def _explain(value: Any, what: str) -> str | None:
     """Where in ``value`` JSON fails, for the error message: the first bad spot, walked iteratively."""
     stack: list[tuple[Any, str, int]] = [(value, what, 0)]
-    children: list[tuple[Any, str, int]] = []
     while stack:
         item, path, depth = stack.pop()
+        children: list[tuple[Any, str, int]] = []
         if depth > MAX_DEPTH:
             return f"{what} is nested more than {MAX_DEPTH} levels deep (or refers to itself)"
         if isinstance(item, float) and not math.isfinite(item):
@@ -143,7 +143,6 @@ def _explain(value: Any, what: str) -> str | None:
         elif not isinstance(item, str | bool | float) and item is not None:
             return f"{path} is not JSON-serialisable: {type(item).__name__}"
         stack.extend(reversed(children))  # the first child is walked next: the first bad spot
-        children.clear()
     return None
 
 

@@ -16,13 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ("runtime", "infra", "bench", "examples", "tests")
 
 
-def _checked_cdk_modules() -> set[str]:
+def _overrides(follow_imports: str) -> list[list[str]]:
+    """The module lists of pyproject.toml's mypy overrides with this ``follow_imports``."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    checked: set[str] = set()
-    for override in project["tool"]["mypy"]["overrides"]:
-        if override.get("follow_imports") == "normal":
-            checked.update(override["module"])
-    return checked
+    overrides = project["tool"]["mypy"]["overrides"]
+    return [o["module"] for o in overrides if o.get("follow_imports") == follow_imports]
+
+
+def _checked_cdk_modules() -> set[str]:
+    return {name for modules in _overrides("normal") for name in modules}
 
 
 def _imported_cdk_modules() -> dict[str, Path]:
@@ -61,10 +63,7 @@ def test_given_the_code_then_every_aws_cdk_module_it_imports_is_type_checked() -
 
 
 def test_given_the_skip_then_it_covers_the_services_and_spares_the_checked_ones() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    skipped = [o for o in project["tool"]["mypy"]["overrides"] if o.get("follow_imports") == "skip"]
-
-    assert [o["module"] for o in skipped] == [["aws_cdk.*"]]
+    assert _overrides("skip") == [["aws_cdk.*"]]
     checked = _checked_cdk_modules()
     services = [name for name in checked if name.startswith("aws_cdk.aws_")]
     assert "aws_cdk.interfaces" in checked and services
