@@ -46,6 +46,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 KILLED = "after a kill before it ended"
@@ -117,6 +118,18 @@ def lease_fields(message: Any, now: float) -> dict[str, Any]:
         "lost": lost,
         "live": now + remaining if not lost and remaining > 0 else None,
     }
+
+
+def complete_lines(record: Path) -> list[str]:
+    """The record's whole lines; a line a worker is still appending is left for the next read.
+
+    A reader may see a line half written (a ``read`` beside another process's
+    ``write``), so only what ends in a newline is parsed.
+    """
+    if not record.exists():
+        return []
+    data = record.read_bytes()
+    return data[: data.rfind(b"\n") + 1].decode().splitlines()
 
 
 def read_executions(lines: Iterable[str]) -> list[Execution]:

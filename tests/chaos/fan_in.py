@@ -41,7 +41,7 @@ from pail.codec import decode_result
 from pail.errors import StorageError
 from pail.keys import DONE, QUEUE, RUN, WAIT
 from pail.local import LocalS3
-from tests.chaos.audit import Execution, audit, read_executions
+from tests.chaos.audit import Execution, audit, complete_lines, read_executions
 from tests.chaos.proxy import FaultProxy
 from tests.chaos.runner import TICK, ChaosConfig, _connect, _Fleet, _listing
 
@@ -164,9 +164,7 @@ def run_fan_in(server: LocalS3, bucket: str, workdir: Path, config: FanInConfig)
 
 
 def _merge_lines(record: Path) -> list[dict[str, Any]]:
-    if not record.exists():
-        return []
-    lines = record.read_text().splitlines()
+    lines = complete_lines(record)  # workers are still appending to it
     return [entry for entry in map(json.loads, filter(None, lines)) if entry["k"] == "merge"]
 
 
@@ -267,8 +265,7 @@ def _audit(
         report.results_in_merge = sum(
             1 for n, lease in winners.items() if n != MERGE and named.get(str(n)) == lease
         )
-    lines = record.read_text().splitlines() if record.exists() else []
-    executions = read_executions(lines)
+    executions = read_executions(complete_lines(record))
     found = audit(executions, killed, winners)
     report.executions = found.executions
     report.duplicates, report.violations = found.duplicates, list(found.violations)

@@ -49,7 +49,7 @@ from pail.codec import decode_result
 from pail.errors import PailError, StorageError
 from pail.keys import DLQ, DONE, QUEUE, RUN
 from pail.local import LocalS3
-from tests.chaos.audit import audit, read_executions
+from tests.chaos.audit import audit, complete_lines, read_executions
 from tests.chaos.proxy import FaultProxy
 from tests.chaos.worker_main import KNOWN_BAD
 from tests.servers import make_s3_client
@@ -448,8 +448,7 @@ def _audit(
             report.changed.append(job_id)
     report.sampled = len(samples)
     winners = _winners(pail, finished, dead)
-    lines = record.read_text().splitlines() if record.exists() else []
-    found = audit(read_executions(lines), killed, winners)
+    found = audit(read_executions(complete_lines(record)), killed, winners)
     report.executions, report.jobs_run = found.executions, found.jobs_run
     report.started_expired = found.started_expired
     report.duplicates, report.violations = found.duplicates, found.violations

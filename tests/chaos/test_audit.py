@@ -7,6 +7,8 @@ workers through it, are in ``test_chaos.py``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.chaos.audit import (
     KILLED,
     KILLED_SETTLING,
@@ -14,6 +16,7 @@ from tests.chaos.audit import (
     ZOMBIE,
     Audit,
     audit,
+    complete_lines,
     end_line,
     read_executions,
     start_line,
@@ -177,3 +180,18 @@ def test_given_a_run_that_started_with_its_lease_run_out_then_a_zombie_from_its_
 
     assert found.violations == [] and found.duplicates == {ZOMBIE: 1}
     assert found.started_expired == 1
+
+
+def test_given_a_line_still_being_written_then_the_reader_leaves_it_for_later(
+    tmp_path: Path,
+) -> None:
+    """The fan-in run reads the record while workers append: half a line is not a line yet."""
+    record = tmp_path / "executions.log"
+    assert complete_lines(record) == []
+    whole = start_line(1, 101, 10.0, lease("a", 20.0), JOB)
+    record.write_text(whole + "\n" + whole[:40])
+    assert complete_lines(record) == [whole]
+    assert len(read_executions(complete_lines(record))) == 1
+    with record.open("a") as appending:
+        appending.write(whole[40:] + "\n")
+    assert complete_lines(record) == [whole, whole]
