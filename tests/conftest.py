@@ -55,36 +55,39 @@ SYNTHESISED_APPS = frozenset(
 )
 SYNTHESISED_UNIT = "tests/infra[synthesised apps]"
 
-# The units that take longest, longest first: CPU seconds of each file, its children
-# included, measured one file at a time on 2026-12-02 with the bytecode cached. Only
-# the order matters. ``scripts/test`` hands units to its two xdist workers in
-# collection order (``--no-loadscope-reorder``) and this puts these first: xdist's
-# own order is by number of tests, which sent these few-test files last, so that one
-# worker ran the longest of them alone at the end of the run. A file missing here
-# only starts later; none is skipped or split.
+# The units that take longest, longest first: each file's wall seconds inside the whole
+# suite (three workers, a quiet machine, 2026-12-03; the sweeps of features, hostile and
+# pausing were then twice as long as now). Only the order matters. ``scripts/test`` hands
+# units to its xdist workers in collection order (``--no-loadscope-reorder``) and this puts
+# these first: xdist's own order is by number of tests, which sent these few-test files
+# last, so that one worker ran the longest of them alone at the end of the run. A file
+# missing here only starts later; none is skipped or split.
 LONGEST_FIRST = (
-    "tests/simulation/test_simulation.py",  # 158 (its sweeps run 2 processes)
-    "tests/infra/test_rehearsal.py",  # 91
-    "tests/integration/test_concurrency.py",  # 47
-    "tests/chaos/test_chaos.py",  # 41
-    "tests/bench/test_bench_quick.py",  # 38
-    "tests/simulation/test_features.py",  # 36
-    "tests/simulation/test_hostile.py",  # 35
-    "tests/unit/test_decoder_fuzz.py",  # 27 (hypothesis)
-    "tests/demo/test_demo.py",  # 22
-    "tests/simulation/test_shipped_worker.py",  # 21
-    "tests/infra/test_synth_cli.py",  # 20
-    "tests/simulation/test_coverage.py",  # 20
-    "tests/simulation/test_pausing.py",  # 17
-    "tests/reliability/test_hostile_review.py",  # 15
-    SYNTHESISED_UNIT,  # 14
-    "tests/features/test_nightly_report.py",  # 13
-    "tests/simulation/test_schedules_sim.py",  # 11
-    "tests/simulation/test_workers_only.py",  # 11
-    "tests/chaos/test_fan_in.py",  # 9
-    "tests/cli/test_rough_edges.py",  # 9
-    "tests/infra/test_limits_props.py",  # 9
-    "tests/aws/test_signals_phases.py",  # 9
+    "tests/simulation/test_simulation.py",  # 527 (its sweeps run 2 processes)
+    "tests/infra/test_rehearsal.py",  # 298
+    "tests/simulation/test_features.py",  # 208
+    "tests/integration/test_concurrency.py",  # 105
+    "tests/bench/test_bench_quick.py",  # 103
+    "tests/e2e/test_dashboard_browser.py",  # 85
+    "tests/chaos/test_chaos.py",  # 64
+    "tests/simulation/test_hostile.py",  # 61
+    "tests/simulation/test_pausing.py",  # 50
+    "tests/infra/test_synth_cli.py",  # 46
+    "tests/features/test_nightly_report.py",  # 45
+    "tests/e2e/test_status_page_browser.py",  # 45
+    "tests/e2e/test_dashboard_search.py",  # 41
+    "tests/simulation/test_coverage.py",  # 40
+    "tests/aws/test_drain_schedules.py",  # 39
+    "tests/bench/test_limits_measure.py",  # 35
+    "tests/infra/test_bundling.py",  # 35
+    "tests/simulation/test_limits_sim.py",  # 34
+    "tests/demo/test_demo.py",  # 34
+    "tests/simulation/test_workers_only.py",  # 33
+    "tests/simulation/test_dependencies_sim.py",  # 31
+    "tests/simulation/test_schedules_sim.py",  # 29
+    "tests/reliability/test_hostile_review.py",  # 28
+    "tests/unit/test_decoder_fuzz.py",  # 28 (hypothesis)
+    SYNTHESISED_UNIT,
 )
 
 

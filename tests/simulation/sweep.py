@@ -92,13 +92,19 @@ def _chunk(
     return result
 
 
-def _chunks(seeds: range) -> Iterator[range]:
-    for start in range(seeds.start, seeds.stop, CHUNK):
-        yield range(start, min(start + CHUNK, seeds.stop))
+def chunks(seeds: range | Sequence[range], size: int = CHUNK) -> Iterator[range]:
+    """``seeds`` cut into ranges of at most ``size``, in order.
+
+    >>> list(chunks([range(0, 3), range(10, 12)], size=2))
+    [range(0, 2), range(2, 3), range(10, 12)]
+    """
+    for part in [seeds] if isinstance(seeds, range) else seeds:
+        for start in range(part.start, part.stop, size):
+            yield range(start, min(start + size, part.stop))
 
 
 def sweep(
-    seeds: range,
+    seeds: range | Sequence[range],
     *,
     model: str = "pail",
     chaos: bool = True,
@@ -107,7 +113,7 @@ def sweep(
     sharded: bool = False,
     pausing: bool = False,
 ) -> Sweep:
-    """Simulate every seed in ``seeds`` on ``processes`` processes; see ``Sweep``.
+    """Simulate every seed in ``seeds`` (a range, or several) on ``processes`` processes.
 
     ``hostile`` adds the foreign writers of ``tests/simulation/hostile.py``;
     ``sharded`` runs each seed on a sharded queue that grows (``harness.sharded_config``);
@@ -119,7 +125,7 @@ def sweep(
     began = time.perf_counter()
     total = Sweep()
     if processes <= 1:
-        for chunk in _chunks(seeds):
+        for chunk in chunks(seeds):
             total.add(_chunk(chunk, model, chaos, hostile, sharded, pausing))
     else:
         # spawn, not fork: the caller (pytest) may have threads running.
@@ -127,7 +133,7 @@ def sweep(
         with ProcessPoolExecutor(processes, mp_context=context) as pool:
             futures = [
                 pool.submit(_chunk, chunk, model, chaos, hostile, sharded, pausing)
-                for chunk in _chunks(seeds)
+                for chunk in chunks(seeds)
             ]
             for future in futures:
                 total.add(future.result())

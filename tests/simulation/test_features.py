@@ -1,12 +1,12 @@
 """The features beyond the original under the deterministic simulation: dedup, delay, cancel.
 
 ``features.py`` describes the run and its extra invariants. Seeds are cheap
-(a few jobs each); ``PAIL_SIM_FEATURE_SEEDS`` sets how many.
+(a few jobs each): fixed ones and the day's (``seeds.FamilySeeds``,
+``PAIL_SIM_FEATURE_SEEDS`` and ``PAIL_SIM_FEATURE_NEW_SEEDS``).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from typing import Any
@@ -22,9 +22,14 @@ from tests.simulation import steps
 from tests.simulation.features import run_feature_seed
 from tests.simulation.harness import STRUCK, struck, triples
 from tests.simulation.invariants import Kind
+from tests.simulation.seeds import FamilySeeds
 from tests.simulation.sweep import SWEEP_TIMEOUT
 
-SEEDS = int(os.environ.get("PAIL_SIM_FEATURE_SEEDS", "2000"))
+SEEDS = FamilySeeds.of("FEATURE", fixed=500, fresh=500)
+COMMIT_SEEDS = FamilySeeds.of("FEATURE_COMMIT", fixed=250, fresh=250)
+"""The cancels that stop at their commit point: a variant of the same worlds."""
+KNOWN_BAD_SEEDS = 500
+"""Each known-bad claim below must be caught within this many calm seeds (it takes a few)."""
 
 
 @pytest.mark.timeout(SWEEP_TIMEOUT)
@@ -35,7 +40,7 @@ def test_given_keyed_enqueues_and_cancels_under_chaos_when_simulated_then_every_
 
     hit = struck(counts) & triples()
     shown = {k: v for k, v in sorted(counts.items()) if not k.startswith(f"{STRUCK} ")}
-    print(f"\nfeature simulation: {SEEDS} seeds, {shown}")
+    print(f"\nfeature simulation ({SEEDS}): {shown}")
     print(f"  aimed faults struck {len(hit)} of {len(triples())} triples (test_coverage: all)")
     assert counts["cancels"] > 0 and counts["delayed"] > 0 and counts["high_priority"] > 0
     assert counts["progress"] > 0
@@ -50,7 +55,7 @@ def test_given_cancels_that_stop_at_their_commit_point_when_simulated_then_claim
     """A producer that dies right after marking the entry: the claims must end the job, unrun."""
     _stop_cancels_after_commit(monkeypatch)
 
-    failures, counts = _sweep(SEEDS // 2)
+    failures, counts = _sweep(COMMIT_SEEDS)
 
     assert counts["cancel_stopped"] > 0
     assert not failures, "\n\n".join(failures[:2])
@@ -72,7 +77,7 @@ def test_given_claims_that_run_cancelled_entries_when_simulated_then_the_ledger_
 
     steps.CLAIM_TRY.replace(monkeypatch, run_cancelled)
     kinds: set[Kind] = set()
-    for seed in range(SEEDS):
+    for seed in range(KNOWN_BAD_SEEDS):
         kinds |= run_feature_seed(seed, chaos=False).kinds()
         if Kind.RAN_AFTER_END in kinds:
             break
@@ -99,10 +104,10 @@ def _stop_cancels_after_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     steps.CANCEL_FINISH_PENDING.replace(monkeypatch, finish)
 
 
-def _sweep(seeds: int) -> tuple[list[str], Counter[str]]:
+def _sweep(seeds: FamilySeeds) -> tuple[list[str], Counter[str]]:
     failures: list[str] = []
     counts: Counter[str] = Counter()
-    for seed in range(seeds):
+    for seed in seeds.all():
         outcome = run_feature_seed(seed)
         counts.update(outcome.counts)
         if outcome.failed:
@@ -128,7 +133,7 @@ def test_given_claims_that_promote_delayed_jobs_early_when_simulated_then_the_le
 
     steps.CLAIM_READY_KEYS.replace(monkeypatch, eager)
     kinds: set[Kind] = set()
-    for seed in range(SEEDS):
+    for seed in range(KNOWN_BAD_SEEDS):
         kinds |= run_feature_seed(seed, chaos=False).kinds()
         if Kind.RAN_AFTER_END in kinds:
             break

@@ -23,19 +23,20 @@ from tests.simulation import steps
 from tests.simulation.harness import run_seed
 from tests.simulation.hostile import extras_for
 from tests.simulation.invariants import Kind
+from tests.simulation.seeds import FamilySeeds
 from tests.simulation.sweep import SWEEP_TIMEOUT, sweep
 
-SEEDS = int(os.environ.get("PAIL_SIM_HOSTILE_SEEDS", "500"))
+SEEDS = FamilySeeds.of("HOSTILE", fixed=200, fresh=100)
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 KNOWN_BAD_BUDGET = 60
 
 
 @pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_foreign_writers_when_simulated_then_every_invariant_holds() -> None:
-    result = sweep(range(SEEDS), processes=PROCESSES, hostile=True)
+    result = sweep(SEEDS.ranges, processes=PROCESSES, hostile=True)
 
-    print(result.summary())
-    assert result.seeds == SEEDS
+    print(f"hostile ({SEEDS}): {result.summary()}")
+    assert result.seeds == len(SEEDS)
     assert not result.failed_seeds, "\n\n".join(result.failures[:3])
     counts = result.counts
     print(

@@ -16,21 +16,22 @@ from pail.protocol.pause import PauseCheck
 from tests.simulation.harness import run_seed
 from tests.simulation.invariants import Kind
 from tests.simulation.regressions import REGRESSIONS
+from tests.simulation.seeds import FamilySeeds
 from tests.simulation.sweep import SWEEP_TIMEOUT, sweep
 
-SEEDS = int(os.environ.get("PAIL_SIM_PAUSE_SEEDS", "1000"))
+SEEDS = FamilySeeds.of("PAUSE", fixed=300, fresh=200)
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 KNOWN_BAD_BUDGET = 60
 
 
 @pytest.mark.timeout(SWEEP_TIMEOUT)
 def test_given_an_operator_pausing_and_resuming_when_simulated_then_every_invariant_holds() -> None:
-    result = sweep(range(SEEDS), processes=PROCESSES, pausing=True)
+    result = sweep(SEEDS.ranges, processes=PROCESSES, pausing=True)
 
-    print(result.summary())
+    print(f"pausing ({SEEDS}): {result.summary()}")
     counts = result.counts
     print(f"pausing: {counts['pauses']} pauses, {counts['pause_refills']} refills saw one")
-    assert result.seeds == SEEDS
+    assert result.seeds == len(SEEDS)
     assert not result.failed_seeds, "\n\n".join(result.failures[:3])
     assert counts["pauses"] > 0 and counts["pause_refills"] > 0
 

@@ -39,6 +39,7 @@ from tests.simulation.harness import AimAction, model_named, run_seed, struck, t
 from tests.simulation.invariants import Kind
 from tests.simulation.regressions import REGRESSIONS, Regression
 from tests.simulation.scheduler import Actor, Scheduler
+from tests.simulation.seeds import FamilySeeds, todays
 from tests.simulation.sim_store import Fault, FaultRates, Latency, NullObserver, SimStore
 from tests.simulation.sweep import Sweep, sweep
 
@@ -46,8 +47,7 @@ SEEDS = int(os.environ.get("PAIL_SIM_SEEDS", "10000"))
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 NEW_SEEDS = int(os.environ.get("PAIL_SIM_NEW_SEEDS", "1000"))
 """Seeds CI has not run before, beside the fixed ones: a range that moves every day."""
-NEW_SEED_BASE = 1_000_000
-SHARDED_SEEDS = int(os.environ.get("PAIL_SIM_SHARDED_SEEDS", "500"))
+SHARDED = FamilySeeds.of("SHARDED", fixed=200, fresh=100)
 """Seeds run again on a sharded queue (2 or 4 shards) that grows mid-run (to 1x, 2x or 4x)."""
 ORIGINAL_SEED_BUDGET = 100
 """The known-bad model must show each of its bugs within this many seeds."""
@@ -91,16 +91,8 @@ def test_given_ten_thousand_seeds_when_simulated_then_every_invariant_holds() ->
 
 
 def new_seeds(today: datetime.date | None = None) -> range:
-    """Today's new seeds: ``PAIL_SIM_NEW_SEED_START`` if set, else a range the UTC date picks.
-
-    Day ``d`` (days since 0001-01-01) runs seeds ``BASE + d * N`` to ``BASE + (d + 1) * N``:
-    a new range every day, never one of the fixed sweep's, the same for every run that day.
-    """
-    start = os.environ.get("PAIL_SIM_NEW_SEED_START")
-    if start is not None:
-        return range(int(start), int(start) + NEW_SEEDS)
-    day = (today or datetime.datetime.now(datetime.UTC).date()).toordinal()
-    return range(NEW_SEED_BASE + day * NEW_SEEDS, NEW_SEED_BASE + (day + 1) * NEW_SEEDS)
+    """Today's new seeds for the main sweep: ``seeds.todays`` (``PAIL_SIM_NEW_SEED_START``)."""
+    return todays(NEW_SEEDS, today)
 
 
 def failed(result: Sweep, flags: str = "") -> str:
@@ -130,10 +122,10 @@ def test_given_two_days_then_their_new_seeds_differ_and_miss_the_fixed_sweep() -
 
 
 def test_given_sharded_queues_that_grow_when_simulated_then_every_invariant_holds() -> None:
-    result = sweep(range(SHARDED_SEEDS), processes=PROCESSES, sharded=True)
+    result = sweep(SHARDED.ranges, processes=PROCESSES, sharded=True)
 
-    print(f"\nsimulation, sharded and growing: {result.summary()}")
-    assert result.seeds == SHARDED_SEEDS
+    print(f"\nsimulation, sharded and growing ({SHARDED}): {result.summary()}")
+    assert result.seeds == len(SHARDED)
     counts = result.counts
     # The queue grew mid-run, old workers took the new count, and the chaos was real.
     assert counts["shard_growths"] > 0 and counts["shard_rollouts"] > 0

@@ -9,7 +9,8 @@ its chaos, its ledger and its end-of-run checks: every job terminal exactly
 once, nothing stuck in ``queue/`` or ``run/``), with ``reapers=0``; crashed
 workers are restarted by the harness as in every family.
 
-``PAIL_SIM_WORKERS_ONLY_SEEDS`` seeds (1,000 by default) on
+``PAIL_SIM_WORKERS_ONLY_SEEDS`` fixed seeds (300 by default) and
+``PAIL_SIM_WORKERS_ONLY_NEW_SEEDS`` of the day's (200; ``seeds.FamilySeeds``) on
 ``PAIL_SIM_PROCESSES`` processes. A known-bad variant (workers that never
 reclaim) must leave a job stuck, so the family can fail.
 """
@@ -28,8 +29,10 @@ from tests.simulation import actors, worker
 from tests.simulation.harness import PAIL, Model, Outcome, SimConfig, World
 from tests.simulation.invariants import Kind
 from tests.simulation.scheduler import Process
+from tests.simulation.seeds import FamilySeeds
+from tests.simulation.sweep import chunks
 
-SEEDS = int(os.environ.get("PAIL_SIM_WORKERS_ONLY_SEEDS", "1000"))
+SEEDS = FamilySeeds.of("WORKERS_ONLY", fixed=300, fresh=200)
 PROCESSES = int(os.environ.get("PAIL_SIM_PROCESSES", "2"))
 CHUNK = 50
 KNOWN_BAD_SEEDS = 200
@@ -100,16 +103,16 @@ def _chunk(seeds: range) -> tuple[int, list[int], list[str], int]:
 
 
 def test_given_workers_only_and_no_reaper_when_simulated_then_no_job_is_stuck_or_lost() -> None:
-    chunks = [range(start, min(start + CHUNK, SEEDS)) for start in range(0, SEEDS, CHUNK)]
     context = multiprocessing.get_context("spawn")  # the caller (pytest) may have threads
     with ProcessPoolExecutor(PROCESSES, mp_context=context) as pool:
-        results = list(pool.map(_chunk, chunks))
+        results = list(pool.map(_chunk, chunks(SEEDS.ranges, CHUNK)))
     seeds = sum(r[0] for r in results)
     failed = sorted(seed for r in results for seed in r[1])
     reports = [report for r in results for report in r[2]]
     passes = sum(r[3] for r in results)
 
-    assert seeds == SEEDS
+    print(f"\nworkers only ({SEEDS}): {passes} reclaim passes")
+    assert seeds == len(SEEDS)
     assert not failed, f"seeds {failed[:20]} failed:\n\n" + "\n\n".join(reports[:3])
     assert passes > 0  # the workers did reclaim (nothing else could)
 

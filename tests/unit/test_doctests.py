@@ -36,6 +36,8 @@ MODULES = [
     "pail.dashboard.model",
     "tests.support.clocks",
     "tests.support.relay",
+    "tests.simulation.seeds",
+    "tests.simulation.sweep",
 ]
 
 
