@@ -8,6 +8,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -19,7 +20,14 @@ class FakeContext:
     """A Lambda context: remaining time runs down in real time, and ``advance`` spends more of it.
 
     ``advance`` lets a handler "take" seconds of the invocation without the test
-    waiting for them, so time-driven behaviour is exact.
+    waiting for them, so time-driven behaviour is exact. With ``real_time=False``
+    only ``advance`` spends time: what a test reads at a handler's start is then
+    exactly what the worker judged just before it, however busy the machine.
+
+    >>> context = FakeContext(remaining=5.0, real_time=False)
+    >>> context.advance(1.25)
+    >>> context.get_remaining_time_in_millis()
+    3750
     """
 
     function_name = "pail-worker"
@@ -29,8 +37,9 @@ class FakeContext:
     log_group_name = "/aws/lambda/pail-worker"
     log_stream_name = "2025/01/01/[$LATEST]abcdef"
 
-    def __init__(self, remaining: float = 900.0) -> None:
-        self._deadline = time.monotonic() + remaining
+    def __init__(self, remaining: float = 900.0, *, real_time: bool = True) -> None:
+        self._clock: Callable[[], float] = time.monotonic if real_time else lambda: 0.0
+        self._deadline = self._clock() + remaining
         self._lock = threading.Lock()
         self.aws_request_id = f"request-{next(_services)}"
 
@@ -40,7 +49,7 @@ class FakeContext:
 
     def get_remaining_time_in_millis(self) -> int:
         with self._lock:
-            return max(0, int((self._deadline - time.monotonic()) * 1000))
+            return max(0, int((self._deadline - self._clock()) * 1000))
 
 
 class LogCapture:

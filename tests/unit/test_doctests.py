@@ -35,6 +35,7 @@ MODULES = [
     "pail.dashboard.chart",
     "pail.dashboard.model",
     "tests.support.clocks",
+    "tests.support.lambdas",
     "tests.support.relay",
     "tests.simulation.seeds",
     "tests.simulation.sweep",
